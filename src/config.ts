@@ -1,0 +1,125 @@
+import { resolve } from 'node:path';
+
+/** Every setting Strata reads, parsed once from the environment (and CLI flags, which override it). */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  bootstrapKey: string | undefined;
+  localStorage: boolean;
+  allowInsecureEndpoints: boolean;
+  maxBodyBytes: number;
+  sqlTimeoutMs: number;
+  sqlMaxRows: number;
+  maxActiveDatabases: number;
+  /** How long a worker may sit unused before it is let go (ext). */
+  workerIdleMs: number;
+  /** Requests per minute per API key before 429 (ext). */
+  rateLimitPerMinute: number;
+  controlUrl: string | undefined;
+  logLevel: string;
+  aws: AwsConfig;
+}
+
+/** The server's own AWS identity and where STS lives; customer endpoints are per binding, not here. */
+export interface AwsConfig {
+  accessKeyId: string | undefined;
+  secretAccessKey: string | undefined;
+  sessionToken: string | undefined;
+  /** Override of the STS endpoint (ext; tests point it at a local double). */
+  stsEndpoint: string | undefined;
+  stsRegion: string;
+}
+
+export type Env = Readonly<Record<string, string | undefined>>;
+
+export class ConfigError extends Error {}
+
+const FLAG_TO_ENV: Readonly<Record<string, string>> = {
+  host: 'STRATA_HOST',
+  port: 'STRATA_PORT',
+  'data-dir': 'STRATA_DATA_DIR',
+  'bootstrap-key': 'STRATA_BOOTSTRAP_KEY',
+  'local-storage': 'STRATA_LOCAL_STORAGE',
+  'allow-insecure-endpoints': 'STRATA_ALLOW_INSECURE_ENDPOINTS',
+  'max-body-bytes': 'STRATA_MAX_BODY_BYTES',
+  'sql-timeout-ms': 'STRATA_SQL_TIMEOUT_MS',
+  'sql-max-rows': 'STRATA_SQL_MAX_ROWS',
+  'max-active-databases': 'STRATA_MAX_ACTIVE_DATABASES',
+  'worker-idle-ms': 'STRATA_WORKER_IDLE_MS',
+  'rate-limit-per-minute': 'STRATA_RATE_LIMIT_PER_MINUTE',
+  'control-url': 'STRATA_CONTROL_URL',
+  'log-level': 'STRATA_LOG_LEVEL',
+};
+
+/** `--data-dir x` / `--data-dir=x` become the matching STRATA_* variable; unknown flags are an error. */
+export function flagsToEnv(flags: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < flags.length; i++) {
+    const arg = flags[i] ?? '';
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    const name = match?.[1];
+    const envName = name === undefined ? undefined : FLAG_TO_ENV[name];
+    if (match === null || envName === undefined) throw new ConfigError(`unknown option ${arg}`);
+    let value = match[2];
+    if (value === undefined) {
+      value = flags[i + 1];
+      if (value === undefined) throw new ConfigError(`option --${name} needs a value`);
+      i++;
+    }
+    out[envName] = value;
+  }
+  return out;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || !Number.isSafeInteger(Number(raw))) {
+    throw new ConfigError(`${name} must be an integer ≥ ${min}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function flag(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be 1 or 0, got "${raw}"`);
+}
+
+function text(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw === '' ? undefined : raw;
+}
+
+export function loadConfig(env: Env): Config {
+  const bootstrapKey = text(env, 'STRATA_BOOTSTRAP_KEY');
+  if (bootstrapKey !== undefined && !/^sk_[A-Za-z0-9_-]{32,}$/.test(bootstrapKey)) {
+    throw new ConfigError('STRATA_BOOTSTRAP_KEY must be "sk_" followed by at least 32 URL-safe characters');
+  }
+  return {
+    host: text(env, 'STRATA_HOST') ?? '127.0.0.1',
+    port: integer(env, 'STRATA_PORT', 8080, 0),
+    dataDir: resolve(text(env, 'STRATA_DATA_DIR') ?? './data'),
+    bootstrapKey,
+    localStorage: flag(env, 'STRATA_LOCAL_STORAGE', true),
+    allowInsecureEndpoints: flag(env, 'STRATA_ALLOW_INSECURE_ENDPOINTS', false),
+    maxBodyBytes: integer(env, 'STRATA_MAX_BODY_BYTES', 256 * 1024 * 1024, 1),
+    sqlTimeoutMs: integer(env, 'STRATA_SQL_TIMEOUT_MS', 30_000, 1),
+    sqlMaxRows: integer(env, 'STRATA_SQL_MAX_ROWS', 1_000_000, 1),
+    maxActiveDatabases: integer(env, 'STRATA_MAX_ACTIVE_DATABASES', 64, 1),
+    workerIdleMs: integer(env, 'STRATA_WORKER_IDLE_MS', 300_000, 1),
+    rateLimitPerMinute: integer(env, 'STRATA_RATE_LIMIT_PER_MINUTE', 60_000, 1),
+    controlUrl: text(env, 'STRATA_CONTROL_URL'),
+    logLevel: text(env, 'STRATA_LOG_LEVEL') ?? 'info',
+    aws: {
+      accessKeyId: text(env, 'AWS_ACCESS_KEY_ID'),
+      secretAccessKey: text(env, 'AWS_SECRET_ACCESS_KEY'),
+      sessionToken: text(env, 'AWS_SESSION_TOKEN'),
+      stsEndpoint: text(env, 'STRATA_STS_ENDPOINT'),
+      stsRegion: text(env, 'AWS_REGION') ?? 'us-east-1',
+    },
+  };
+}

@@ -1,0 +1,19 @@
+import Type from 'typebox';
+
+/** Database and table names (API.md §2). */
+export const NAME_PATTERN = '^[A-Za-z0-9-][A-Za-z0-9_-]{0,127}$';
+export const NAME_RULE = '1–128 characters of A-Z a-z 0-9 _ -, not starting with _';
+
+export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 128 });
+
+export const ErrorBody = Type.Object(
+  { error: Type.String() },
+  { additionalProperties: true, description: 'One clear sentence naming what was wrong' },
+);
+
+/** Human wording for the patterns the contract uses, so a 400 explains the rule instead of a regex. */
+export const PATTERN_RULES: Readonly<Record<string, string>> = {
+  [NAME_PATTERN]: NAME_RULE,
+};
+
+export const DatabaseParams = Type.Object({ name: Name }, { additionalProperties: false });

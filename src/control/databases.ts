@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto';
+import type { RegisterDatabaseBody } from '../contract/databases.js';
+import { Conflict, NotFound, Unprocessable } from '../errors.js';
+import { bindingFrom } from '../storage/binding.js';
+import type { ObjectStore } from '../storage/objects.js';
+import { openObjects, type StorageEnv } from '../storage/open.js';
+import { SERVICE_PREFIX, type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
+import type { ControlStore, DatabaseRecord } from './store.js';
+
+/** Where the service's data lives inside a binding; purge deletes exactly these. */
+const SERVICE_PREFIXES = ['tables', SERVICE_PREFIX] as const;
+
+/** What the databases service asks of whoever runs the workers. */
+export interface WorkerPlacement {
+  activate(db: DatabaseRecord): void;
+  release(id: string): Promise<void>;
+}
+
+export interface DatabaseSummary {
+  name: string;
+  created_ms: number;
+  state: DatabaseRecord['state'];
+}
+
+export const summary = (db: DatabaseRecord): DatabaseSummary => ({
+  name: db.name,
+  created_ms: db.createdMs,
+  state: db.state,
+});
+
+/** Registration, listing, verification and deletion of an account's databases (API.md §3). */
+export class Databases {
+  private readonly verifying = new Set<string>();
+
+  constructor(
+    private readonly store: ControlStore,
+    private readonly storage: StorageEnv,
+    private readonly workers: WorkerPlacement,
+  ) {}
+
+  async register(accountId: string, body: RegisterDatabaseBody): Promise<DatabaseRecord> {
+    const binding = await bindingFrom(body.storage, this.storage.policy);
+    const db: DatabaseRecord = {
+      id: `db_${randomUUID()}`,
+      accountId,
+      name: body.name,
+      createdMs: Date.now(),
+      state: 'unverified',
+      binding,
+      lastError: null,
+    };
+    await this.store.insertDatabase(db);
+    return db;
+  }
+
+  async list(accountId: string): Promise<DatabaseRecord[]> {
+    return this.store.listDatabases(accountId);
+  }
+
+  /** The account's database of that name; another account's is exactly as absent as a missing one. */
+  async get(accountId: string, name: string): Promise<DatabaseRecord> {
+    const db = await this.store.findDatabase(accountId, name);
+    if (db === undefined) throw new NotFound(`database "${name}"`);
+    return db;
+  }
+
+  async verify(accountId: string, name: string): Promise<{ db: DatabaseRecord; checks: VerifyCheckResult[] }> {
+    const db = await this.get(accountId, name);
+    if (this.verifying.has(db.id)) throw new Conflict(`a verification of database "${name}" is already running`);
+    this.verifying.add(db.id);
+    try {
+      const outcome = await this.objects(db).then(verifyObjects, (err: unknown) => {
+        // The endpoint may resolve elsewhere now than at registration: that fails the first step.
+        if (!(err instanceof Unprocessable)) throw err;
+        const checks = [{ step: 'credentials' as const, ok: false, ms: 0, note: err.message }];
+        return {
+          ok: false as const,
+          checks,
+          step: 'credentials' as const,
+          code: 'EndpointRefused',
+          message: err.message,
+        };
+      });
+      if (!outcome.ok) {
+        const error = `storage verification failed at ${outcome.step}: ${outcome.code}: ${outcome.message}`;
+        await this.store.setDatabaseState(db.id, 'verify_failed', error);
+        await this.workers.release(db.id);
+        throw new Unprocessable(error, {
+          name,
+          state: 'verify_failed',
+          step: outcome.step,
+          code: outcome.code,
+          checks: outcome.checks,
+        });
+      }
+      // A database that already runs keeps its worker; any other one waits for placement.
+      const state = db.state === 'active' ? 'active' : 'activating';
+      await this.store.setDatabaseState(db.id, state, null);
+      const verified = { ...db, state, lastError: null } satisfies DatabaseRecord;
+      if (state === 'activating') this.workers.activate(verified);
+      return { db: verified, checks: outcome.checks };
+    } finally {
+      this.verifying.delete(db.id);
+    }
+  }
+
+  async delete(accountId: string, name: string, purge: boolean): Promise<{ name: string; purged: boolean }> {
+    const db = await this.get(accountId, name);
+    await this.workers.release(db.id);
+    if (purge) {
+      const objects = await this.objects(db);
+      for (const prefix of SERVICE_PREFIXES) await objects.deletePrefix(prefix);
+    }
+    await this.store.deleteDatabase(db.id);
+    return { name: db.name, purged: purge };
+  }
+
+  private objects(db: DatabaseRecord): Promise<ObjectStore> {
+    return openObjects(db.binding, this.storage, `strata-${db.id}`.slice(0, 64));
+  }
+}

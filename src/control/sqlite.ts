@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import Database from 'better-sqlite3';
+import type { DatabaseState } from '../contract/databases.js';
+import { Conflict } from '../errors.js';
+import type { Binding } from '../storage/binding.js';
+import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord } from './store.js';
+
+/** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE accounts (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL UNIQUE,
+     created_ms INTEGER NOT NULL
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     hash TEXT NOT NULL UNIQUE,
+     created_ms INTEGER NOT NULL,
+     revoked_ms INTEGER
+   );
+   CREATE TABLE databases (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     name TEXT NOT NULL,
+     created_ms INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     binding TEXT NOT NULL,
+     last_error TEXT,
+     UNIQUE (account_id, name)
+   );`,
+];
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  hash: string;
+  created_ms: number;
+  revoked_ms: number | null;
+}
+
+interface DatabaseRow {
+  id: string;
+  account_id: string;
+  name: string;
+  created_ms: number;
+  state: DatabaseState;
+  binding: string;
+  last_error: string | null;
+}
+
+const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  hash: row.hash,
+  createdMs: row.created_ms,
+  revokedMs: row.revoked_ms,
+});
+
+const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  createdMs: row.created_ms,
+  state: row.state,
+  binding: JSON.parse(row.binding) as Binding,
+  lastError: row.last_error,
+});
+
+/** The embedded control store: one SQLite file in WAL mode, shared safely with the CLI's processes. */
+export class SqliteControlStore implements ControlStore {
+  private readonly db: Database.Database;
+
+  constructor(path: string) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('foreign_keys = ON');
+    // The CLI may write while the server does; wait for the lock instead of failing at once.
+    this.db.pragma('busy_timeout = 5000');
+    this.migrate();
+  }
+
+  private migrate(): void {
+    this.db.exec(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)',
+    );
+    const applied = new Set(
+      this.db
+        .prepare('SELECT version FROM schema_migrations')
+        .all()
+        .map((row) => (row as { version: number }).version),
+    );
+    MIGRATIONS.forEach((sql, index) => {
+      const version = index + 1;
+      if (applied.has(version)) return;
+      this.db
+        .transaction(() => {
+          this.db.exec(sql);
+          this.db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (?, ?)').run(version, Date.now());
+        })
+        .immediate();
+    });
+  }
+
+  async ping(): Promise<void> {
+    this.db.prepare('SELECT 1').get();
+  }
+
+  async close(): Promise<void> {
+    this.db.close();
+  }
+
+  async ensureAccount(name: string): Promise<Account> {
+    return this.db
+      .transaction(() => {
+        const found = this.db.prepare('SELECT id, name FROM accounts WHERE name = ?').get(name) as Account | undefined;
+        if (found !== undefined) return found;
+        const account = { id: `acct_${randomUUID()}`, name };
+        this.db
+          .prepare('INSERT INTO accounts (id, name, created_ms) VALUES (?, ?, ?)')
+          .run(account.id, name, Date.now());
+        return account;
+      })
+      .immediate();
+  }
+
+  async insertKey(key: ApiKeyRecord): Promise<void> {
+    this.db
+      .prepare('INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES (?, ?, ?, ?, ?)')
+      .run(key.id, key.accountId, key.hash, key.createdMs, key.revokedMs);
+  }
+
+  async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const row = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
+    return row === undefined ? undefined : keyFromRow(row);
+  }
+
+  async listKeys(): Promise<ApiKeyListing[]> {
+    const rows = this.db
+      .prepare(
+        'SELECT k.*, a.name AS account_name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_ms, k.id',
+      )
+      .all() as (KeyRow & { account_name: string })[];
+    return rows.map((row) => ({ ...keyFromRow(row), accountName: row.account_name }));
+  }
+
+  async revokeKey(id: string, nowMs: number): Promise<boolean> {
+    const result = this.db
+      .prepare('UPDATE api_keys SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL')
+      .run(nowMs, id);
+    return result.changes === 1;
+  }
+
+  async countKeys(): Promise<number> {
+    return (this.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
+  }
+
+  async insertDatabase(db: DatabaseRecord): Promise<void> {
+    try {
+      this.db
+        .prepare(
+          'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+        throw new Conflict(`database "${db.name}" is already registered`);
+      }
+      throw err;
+    }
+  }
+
+  async findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined> {
+    const row = this.db.prepare('SELECT * FROM databases WHERE account_id = ? AND name = ?').get(accountId, name) as
+      | DatabaseRow
+      | undefined;
+    return row === undefined ? undefined : databaseFromRow(row);
+  }
+
+  async listDatabases(accountId: string): Promise<DatabaseRecord[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM databases WHERE account_id = ? ORDER BY name')
+      .all(accountId) as DatabaseRow[];
+    return rows.map(databaseFromRow);
+  }
+
+  async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
+    this.db.prepare('UPDATE databases SET state = ?, last_error = ? WHERE id = ?').run(state, lastError, id);
+  }
+
+  async deleteDatabase(id: string): Promise<void> {
+    this.db.prepare('DELETE FROM databases WHERE id = ?').run(id);
+  }
+}

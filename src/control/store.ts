@@ -1,0 +1,57 @@
+import type { DatabaseState } from '../contract/databases.js';
+import type { Binding } from '../storage/binding.js';
+
+export interface Account {
+  id: string;
+  name: string;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  /** Hex SHA-256 of the whole key; the key itself is never stored. */
+  hash: string;
+  createdMs: number;
+  revokedMs: number | null;
+}
+
+export interface ApiKeyListing extends ApiKeyRecord {
+  accountName: string;
+}
+
+export interface DatabaseRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  createdMs: number;
+  state: DatabaseState;
+  binding: Binding;
+  /** Why the last verification failed, for the 409 a data-plane call gets meanwhile. */
+  lastError: string | null;
+}
+
+/**
+ * The control store: accounts, keys, databases and (from the tables issue on) each database's catalog.
+ * Async throughout so that the embedded SQLite store and a PostgreSQL store are interchangeable.
+ */
+export interface ControlStore {
+  /** Throws when the store cannot answer; `/readyz` uses it. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  /** Returns the account of that name, creating it when missing. */
+  ensureAccount(name: string): Promise<Account>;
+  insertKey(key: ApiKeyRecord): Promise<void>;
+  findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined>;
+  listKeys(): Promise<ApiKeyListing[]>;
+  /** True when a live key of that id was revoked now. */
+  revokeKey(id: string, nowMs: number): Promise<boolean>;
+  countKeys(): Promise<number>;
+
+  /** Throws `Conflict` when the account already has a database of that name. */
+  insertDatabase(db: DatabaseRecord): Promise<void>;
+  findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined>;
+  listDatabases(accountId: string): Promise<DatabaseRecord[]>;
+  setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void>;
+  deleteDatabase(id: string): Promise<void>;
+}

@@ -1,0 +1,158 @@
+import { Unavailable } from '../errors.js';
+import type { Binding } from '../storage/binding.js';
+
+/** What a worker needs to know about the database it serves. */
+export interface DatabaseRef {
+  id: string;
+  name: string;
+  binding: Binding;
+}
+
+/**
+ * The per-database worker. It is placed once verification has passed and owns the database's engines:
+ * from the tables issue on, the Lance connection and table handles; later DuckDB and index upkeep.
+ */
+export class DatabaseWorker {
+  private inFlight = 0;
+  private lastUsedMs = Date.now();
+
+  constructor(readonly ref: DatabaseRef) {}
+
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
+
+  get idleSinceMs(): number {
+    return this.lastUsedMs;
+  }
+
+  /** Marks the worker in use until the returned function is called (once). */
+  enter(): () => void {
+    this.inFlight++;
+    this.lastUsedMs = Date.now();
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.inFlight--;
+      this.lastUsedMs = Date.now();
+    };
+  }
+
+  async close(): Promise<void> {}
+}
+
+export interface Lease {
+  worker: DatabaseWorker;
+  release(): void;
+}
+
+export interface WorkerPoolOptions {
+  capacity: number;
+  idleMs: number;
+  /** Called when a worker was placed for a database, so its state can become `active`. */
+  onPlaced(ref: DatabaseRef): Promise<void>;
+  onError(err: unknown, ref: DatabaseRef): void;
+}
+
+/**
+ * The node's workers, at most `capacity` of them. A database without a worker gets one on demand; when the
+ * node is full the least recently used idle worker is let go, and only when every worker is busy does the
+ * caller get 503 + Retry-After. Idle workers are also let go by a sweep after `idleMs`.
+ */
+export class WorkerPool {
+  private readonly workers = new Map<string, DatabaseWorker>();
+  private readonly placing = new Map<string, Promise<DatabaseWorker>>();
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(private readonly options: WorkerPoolOptions) {}
+
+  get size(): number {
+    return this.workers.size;
+  }
+
+  has(id: string): boolean {
+    return this.workers.has(id);
+  }
+
+  start(): void {
+    const every = Math.max(50, Math.min(this.options.idleMs, 60_000) / 2);
+    this.sweeper = setInterval(() => void this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    await Promise.allSettled([...this.placing.values()]);
+    const all = [...this.workers.values()];
+    this.workers.clear();
+    await Promise.allSettled(all.map((worker) => worker.close()));
+  }
+
+  /** Places a worker in the background after verification; a full node leaves the database `activating`. */
+  activate(ref: DatabaseRef): void {
+    this.place(ref).catch((err: unknown) => {
+      if (!(err instanceof Unavailable)) this.options.onError(err, ref);
+    });
+  }
+
+  /** The database's worker, placed if needed, held in use until `release()`. */
+  async acquire(ref: DatabaseRef): Promise<Lease> {
+    const worker = await this.place(ref);
+    return { worker, release: worker.enter() };
+  }
+
+  /** A lease on the database's worker when one is placed already; never places one. */
+  leaseIfPlaced(id: string): Lease | undefined {
+    const worker = this.workers.get(id);
+    return worker === undefined ? undefined : { worker, release: worker.enter() };
+  }
+
+  /** Stops a database's worker (database deleted, or its binding no longer verifies). */
+  async release(id: string): Promise<void> {
+    await this.placing.get(id)?.catch(() => undefined);
+    const worker = this.workers.get(id);
+    if (worker === undefined) return;
+    this.workers.delete(id);
+    await worker.close();
+  }
+
+  private place(ref: DatabaseRef): Promise<DatabaseWorker> {
+    const existing = this.workers.get(ref.id);
+    if (existing !== undefined) return Promise.resolve(existing);
+    const pending = this.placing.get(ref.id);
+    if (pending !== undefined) return pending;
+    const placing = (async () => {
+      await this.makeRoom(ref);
+      const worker = new DatabaseWorker(ref);
+      this.workers.set(ref.id, worker);
+      await this.options.onPlaced(ref);
+      return worker;
+    })().finally(() => this.placing.delete(ref.id));
+    this.placing.set(ref.id, placing);
+    return placing;
+  }
+
+  private async makeRoom(ref: DatabaseRef): Promise<void> {
+    if (this.workers.size + this.placing.size < this.options.capacity) return;
+    let victim: DatabaseWorker | undefined;
+    for (const worker of this.workers.values()) {
+      if (worker.busy) continue;
+      if (victim === undefined || worker.idleSinceMs < victim.idleSinceMs) victim = worker;
+    }
+    if (victim === undefined) {
+      throw new Unavailable(`no capacity is free to place the workers of database "${ref.name}"; retry shortly`, 1);
+    }
+    this.workers.delete(victim.ref.id);
+    await victim.close();
+  }
+
+  private async sweep(): Promise<void> {
+    const cutoff = Date.now() - this.options.idleMs;
+    for (const worker of [...this.workers.values()]) {
+      if (worker.busy || worker.idleSinceMs > cutoff) continue;
+      this.workers.delete(worker.ref.id);
+      await worker.close().catch((err: unknown) => this.options.onError(err, worker.ref));
+    }
+  }
+}

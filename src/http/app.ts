@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import rateLimit from '@fastify/rate-limit';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import pino, { type DestinationStream } from 'pino';
+import type { Config } from '../config.js';
+import { Databases } from '../control/databases.js';
+import type { ControlStore } from '../control/store.js';
+import { WorkerPool } from '../engine/workers.js';
+import { ApiError } from '../errors.js';
+import { authPlugin } from './auth.js';
+import type { AppContext } from './context.js';
+import { docsPlugin } from './docs.js';
+import { handleError, handleNotFound } from './errors.js';
+import { metricsPlugin } from './metrics.js';
+import { databaseRoutes } from './routes/databases.js';
+import { healthRoutes } from './routes/health.js';
+
+export interface AppOptions {
+  config: Config;
+  store: ControlStore;
+  /** Where logs go; stdout when absent. Tests capture it to prove no key is ever logged. */
+  logStream?: DestinationStream;
+}
+
+/** Paths of anything that could carry a secret, blanked before a log line is written. */
+const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.secretAccessKey'];
+
+/** Builds the whole service; the caller listens and closes. Closing stops workers, then the store. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config, store } = options;
+  const logger: FastifyBaseLogger = pino(
+    { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    options.logStream,
+  );
+  const app = Fastify({
+    loggerInstance: logger,
+    bodyLimit: config.maxBodyBytes,
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    ajv: {
+      customOptions: {
+        // Unknown properties are refused, never silently dropped; types are never coerced.
+        removeAdditional: false,
+        coerceTypes: false,
+        useDefaults: false,
+        discriminator: true,
+      },
+    },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const workers = new WorkerPool({
+    capacity: config.maxActiveDatabases,
+    idleMs: config.workerIdleMs,
+    onPlaced: async (ref) => store.setDatabaseState(ref.id, 'active', null),
+    onError: (err, ref) => app.log.error({ err, database: ref.id }, 'worker placement failed'),
+  });
+  const databases = new Databases(
+    store,
+    {
+      dataDir: config.dataDir,
+      aws: config.aws,
+      policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
+    },
+    workers,
+  );
+  const ctx: AppContext = { config, store, databases, workers };
+  app.decorate('ctx', ctx);
+
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  app.addHook('onRequest', async (req, reply) => {
+    void reply.header('x-request-id', req.id);
+  });
+
+  await app.register(docsPlugin);
+  await app.register(metricsPlugin);
+  await app.register(authPlugin);
+  await app.register(rateLimit, {
+    global: true,
+    hook: 'preHandler',
+    max: config.rateLimitPerMinute,
+    timeWindow: 60_000,
+    keyGenerator: (req) => req.keyId || req.ip,
+    allowList: (req) => req.keyId === '',
+    errorResponseBuilder: (_req, context) =>
+      new ApiError(
+        429,
+        `rate limit of ${context.max} requests per minute exceeded for this key; retry after ${context.after}`,
+        Math.max(1, Math.ceil(context.ttl / 1000)),
+      ),
+  });
+  await app.register(healthRoutes);
+  await app.register(databaseRoutes);
+
+  workers.start();
+  app.addHook('onClose', async () => {
+    await workers.stop();
+    await store.close();
+  });
+  return app;
+}

@@ -1,0 +1,74 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { PATTERN_RULES } from '../contract/common.js';
+import { ApiError } from '../errors.js';
+import { StorageError } from '../storage/objects.js';
+
+interface ValidationIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+const CONTEXT_NAMES: Readonly<Record<string, string>> = {
+  body: 'body',
+  querystring: 'query parameter',
+  params: 'path parameter',
+  headers: 'header',
+};
+
+/** One sentence naming the failing field, e.g. `body.storage has unknown property "color"`. */
+export function describeValidation(context: string, issue: ValidationIssue): string {
+  const where = CONTEXT_NAMES[context] ?? context;
+  const path = issue.instancePath
+    .split('/')
+    .filter((part) => part !== '')
+    .map((part) => (/^\d+$/.test(part) ? `[${part}]` : `.${part}`))
+    .join('');
+  const field = context === 'body' ? `body${path}` : `${where} ${path.replace(/^\./, '')}`;
+  const p = issue.params;
+  switch (issue.keyword) {
+    case 'additionalProperties':
+      return `${field} has unknown property "${String(p.additionalProperty)}"`;
+    case 'required':
+      return `${field} is missing required property "${String(p.missingProperty)}"`;
+    case 'pattern':
+      return `${field} must be ${PATTERN_RULES[String(p.pattern)] ?? `text matching ${String(p.pattern)}`}`;
+    case 'discriminator':
+      return `${field}.${String(p.tag)} must be one of the known values`;
+    case 'enum':
+      return `${field} must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'const':
+      return `${field} must be ${JSON.stringify(p.allowedValue)}`;
+    default:
+      return `${field} ${issue.message ?? 'is invalid'}`;
+  }
+}
+
+/** The one place where errors become responses. Anything unexpected is logged once and answered opaquely. */
+export function handleError(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  if (err instanceof ApiError) {
+    if (err.retryAfterS !== undefined) void reply.header('retry-after', String(err.retryAfterS));
+    return reply.status(err.status).send({ error: err.message, ...err.details });
+  }
+  const fastifyErr = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
+  if (fastifyErr.validation !== undefined && fastifyErr.validation.length > 0) {
+    const first = fastifyErr.validation[0] as ValidationIssue;
+    return reply.status(400).send({ error: describeValidation(fastifyErr.validationContext ?? 'body', first) });
+  }
+  if (err instanceof StorageError) {
+    req.log.warn({ code: err.code }, 'bucket unreachable');
+    void reply.header('retry-after', '5');
+    return reply.status(503).send({ error: `the bucket could not be reached: ${err.code}: ${err.message}` });
+  }
+  const status = fastifyErr.statusCode;
+  if (status !== undefined && status >= 400 && status < 500) {
+    return reply.status(status).send({ error: err.message });
+  }
+  req.log.error({ err }, 'internal error');
+  return reply.status(500).send({ error: `internal error (request id ${req.id})` });
+}
+
+export function handleNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
+  return reply.status(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` });
+}

@@ -1,0 +1,25 @@
+import { join } from 'node:path';
+import type { AwsConfig } from '../config.js';
+import { assertEndpointAllowed, type Binding, type BindingPolicy } from './binding.js';
+import { LocalObjects } from './local.js';
+import type { ObjectStore } from './objects.js';
+import { bindingCredentials, S3Objects } from './s3.js';
+
+/** What the storage layer needs from the server's configuration. */
+export interface StorageEnv {
+  dataDir: string;
+  aws: AwsConfig;
+  policy: BindingPolicy;
+}
+
+export const bucketsDir = (env: StorageEnv): string => join(env.dataDir, 'buckets');
+
+/**
+ * The object store of a binding. The endpoint is re-checked on every open: a host that resolved to a public
+ * address at registration may point somewhere else now.
+ */
+export async function openObjects(binding: Binding, env: StorageEnv, sessionName: string): Promise<ObjectStore> {
+  if (binding.provider === 'local') return new LocalObjects(bucketsDir(env), binding);
+  if (binding.endpoint !== null) await assertEndpointAllowed(binding.endpoint, env.policy);
+  return new S3Objects(binding, bindingCredentials(binding, env.aws, sessionName));
+}

@@ -1,0 +1,127 @@
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  S3Client,
+} from '@aws-sdk/client-s3';
+import type { AwsConfig } from '../config.js';
+import { type Binding, objectKey } from './binding.js';
+import { assumeRoleCredentials, type CredentialsProvider, serverCredentials } from './credentials.js';
+import { asStorageError, type ObjectStore } from './objects.js';
+
+type S3Binding = Extract<Binding, { provider: 's3' }>;
+
+/** The credentials a binding uses: the assumed role when it names one, else the server's own identity. */
+export function bindingCredentials(
+  binding: S3Binding,
+  aws: AwsConfig,
+  sessionName: string,
+): CredentialsProvider | undefined {
+  if (binding.roleArn !== null) return assumeRoleCredentials(binding.roleArn, aws, sessionName);
+  const own = serverCredentials(aws);
+  return own === undefined ? undefined : async () => own;
+}
+
+export class S3Objects implements ObjectStore {
+  private readonly client: S3Client;
+  private readonly payer: { RequestPayer?: 'requester' };
+
+  constructor(
+    private readonly binding: S3Binding,
+    credentials: CredentialsProvider | undefined,
+  ) {
+    this.client = new S3Client({
+      region: binding.region,
+      maxAttempts: 2,
+      // S3-compatible stores often lack the newer flexible checksums; send them only where S3 requires them.
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      ...(binding.endpoint === null ? {} : { endpoint: binding.endpoint, forcePathStyle: true }),
+      ...(credentials === undefined ? {} : { credentials }),
+    });
+    this.payer = binding.requesterPays ? { RequestPayer: 'requester' } : {};
+  }
+
+  private async run<T>(op: () => Promise<T>): Promise<T> {
+    try {
+      return await op();
+    } catch (err) {
+      throw asStorageError(err);
+    }
+  }
+
+  private key(key: string): { Bucket: string; Key: string } {
+    return { Bucket: this.binding.bucket, Key: objectKey(this.binding, key) };
+  }
+
+  async checkCredentials(): Promise<void> {
+    await this.run(() => this.client.config.credentials());
+  }
+
+  async put(key: string, bytes: Uint8Array): Promise<void> {
+    await this.run(() => this.client.send(new PutObjectCommand({ ...this.key(key), Body: bytes, ...this.payer })));
+  }
+
+  async get(key: string): Promise<Uint8Array> {
+    return this.run(async () => {
+      const out = await this.client.send(new GetObjectCommand({ ...this.key(key), ...this.payer }));
+      return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+    });
+  }
+
+  async list(prefix: string): Promise<string[]> {
+    const full = objectKey(this.binding, prefix);
+    const strip = this.binding.prefix === '' ? 0 : this.binding.prefix.length + 1;
+    return this.run(async () => {
+      const keys: string[] = [];
+      let token: string | undefined;
+      do {
+        const out = await this.client.send(
+          new ListObjectsV2Command({
+            Bucket: this.binding.bucket,
+            Prefix: full,
+            ...(token === undefined ? {} : { ContinuationToken: token }),
+            ...this.payer,
+          }),
+        );
+        for (const item of out.Contents ?? []) if (item.Key !== undefined) keys.push(item.Key.slice(strip));
+        token = out.IsTruncated ? out.NextContinuationToken : undefined;
+      } while (token !== undefined);
+      return keys;
+    });
+  }
+
+  async putIfAbsent(key: string, bytes: Uint8Array): Promise<'refused' | 'written'> {
+    try {
+      await this.client.send(new PutObjectCommand({ ...this.key(key), Body: bytes, IfNoneMatch: '*', ...this.payer }));
+      return 'written';
+    } catch (err) {
+      const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
+      if (status === 412 || status === 409) return 'refused';
+      throw asStorageError(err);
+    }
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.run(() => this.client.send(new DeleteObjectCommand({ ...this.key(key), ...this.payer })));
+  }
+
+  async deletePrefix(prefix: string): Promise<number> {
+    const keys = await this.list(prefix);
+    for (let i = 0; i < keys.length; i += 1000) {
+      const batch = keys.slice(i, i + 1000).map((key) => ({ Key: objectKey(this.binding, key) }));
+      await this.run(() =>
+        this.client.send(
+          new DeleteObjectsCommand({
+            Bucket: this.binding.bucket,
+            Delete: { Objects: batch, Quiet: true },
+            ...this.payer,
+          }),
+        ),
+      );
+    }
+    return keys.length;
+  }
+}

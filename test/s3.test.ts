@@ -1,0 +1,208 @@
+import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { loadConfig } from '../src/config.js';
+import { assumeRoleCredentials } from '../src/storage/credentials.js';
+import { type LocalS3, S3RVER_KEY, startS3 } from './support/s3.js';
+import { type Client, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
+import { type StsDouble, startStsDouble } from './support/sts-double.js';
+
+const ROLE = 'arn:aws:iam::123456789012:role/strata-reader';
+const DENIED_ROLE = 'arn:aws:iam::123456789012:role/not-trusted';
+
+let s3: LocalS3;
+let sts: StsDouble;
+let strata: TestServer;
+let api: Client;
+let admin: S3Client;
+
+beforeAll(async () => {
+  s3 = await startS3(['strata-test']);
+  sts = await startStsDouble({
+    callerKeyId: S3RVER_KEY.AWS_ACCESS_KEY_ID,
+    deniedRoles: [DENIED_ROLE],
+    onIssue: (id, secret) => s3.acceptKey(id, secret),
+  });
+  strata = await startStrata({
+    ...S3RVER_KEY,
+    STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+    STRATA_STS_ENDPOINT: sts.endpoint,
+  });
+  api = await strata.as('acme');
+  admin = new S3Client({
+    endpoint: s3.endpoint,
+    region: 'us-east-1',
+    forcePathStyle: true,
+    credentials: { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' },
+  });
+});
+
+afterAll(async () => {
+  await strata?.close();
+  await sts?.close();
+  await s3?.close();
+});
+
+const s3Database = (name: string, storage: Record<string, unknown> = {}) =>
+  api.post('/v1/databases', {
+    name,
+    storage: { provider: 's3', bucket: 'strata-test', endpoint: s3.endpoint, prefix: `tenants/${name}`, ...storage },
+  });
+
+describe('the s3 provider against a real S3 protocol server', () => {
+  test('verification passes every step and the database becomes active', async () => {
+    expect((await s3Database('orders')).status).toBe(201);
+
+    const res = await api.post<{ state: string; checks: { step: string; ok: boolean; ms: number; note?: string }[] }>(
+      '/v1/databases/orders/storage/verify',
+    );
+
+    expect(res.status).toBe(200);
+    expect(res.json.checks.map((c) => c.step)).toEqual([
+      'credentials',
+      'put',
+      'get',
+      'list',
+      'conditional_put',
+      'delete',
+    ]);
+    for (const check of res.json.checks) expect(check.ms).toBeGreaterThanOrEqual(0);
+    expect(res.json.checks.filter((c) => !c.ok).map((c) => c.step)).toEqual(['conditional_put']);
+    expect(res.json.checks.find((c) => c.step === 'conditional_put')?.note).toMatch(/put-if-absent/);
+    expect(
+      await eventually(
+        () => stateOf(api, 'orders'),
+        (s) => s === 'active',
+      ),
+    ).toBe('active');
+    const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/orders/' }));
+    expect(left.Contents ?? []).toEqual([]);
+  });
+
+  test('a missing bucket fails at put with 422 naming the step and code, then recovers once it exists', async () => {
+    await s3Database('late', { bucket: 'not-yet-there' });
+
+    const failed = await api.post('/v1/databases/late/storage/verify');
+
+    expect(failed.status).toBe(422);
+    expect(failed.json.error).toMatch(/^storage verification failed at put: NoSuchBucket/);
+    expect(failed.json.step).toBe('put');
+    expect(await stateOf(api, 'late')).toBe('verify_failed');
+
+    await admin.send(new CreateBucketCommand({ Bucket: 'not-yet-there' }));
+    const passed = await api.post('/v1/databases/late/storage/verify');
+
+    expect(passed.status).toBe(200);
+    expect(passed.json.state).toBe('activating');
+    expect(
+      await eventually(
+        () => stateOf(api, 'late'),
+        (s) => s === 'active',
+      ),
+    ).toBe('active');
+  });
+
+  test('wrong credentials fail verification with the provider error code', async () => {
+    const wrong = await startStrata({
+      AWS_ACCESS_KEY_ID: 'NOT-A-KEY',
+      AWS_SECRET_ACCESS_KEY: 'nope',
+      STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+    });
+    try {
+      const other = await wrong.as('acme');
+      await other.post('/v1/databases', {
+        name: 'd',
+        storage: { provider: 's3', bucket: 'strata-test', endpoint: s3.endpoint },
+      });
+
+      const res = await other.post('/v1/databases/d/storage/verify');
+
+      expect(res.status).toBe(422);
+      expect(res.json.error).toMatch(/^storage verification failed at put: InvalidAccessKeyId/);
+      expect(await stateOf(other, 'd')).toBe('verify_failed');
+    } finally {
+      await wrong.close();
+    }
+  });
+
+  test('role_arn is assumed through STS with the server identity, and S3 is reached with the role', async () => {
+    const before = sts.calls.length;
+    await s3Database('with-role', { role_arn: ROLE });
+
+    const res = await api.post('/v1/databases/with-role/storage/verify');
+
+    expect(res.status).toBe(200);
+    const call = sts.calls[before];
+    expect(call).toMatchObject({ roleArn: ROLE, signedBy: 'S3RVER' });
+    expect(call?.sessionName).toMatch(/^strata-/);
+  });
+
+  test('a role the server may not assume fails at credentials', async () => {
+    await s3Database('denied', { role_arn: DENIED_ROLE });
+
+    const res = await api.post('/v1/databases/denied/storage/verify');
+
+    expect(res.status).toBe(422);
+    expect(res.json.error).toMatch(/^storage verification failed at credentials: AccessDenied/);
+  });
+
+  test('a verification already running for the database is answered 409', async () => {
+    await s3Database('busy', { role_arn: ROLE });
+    const before = sts.calls.length;
+    const release = sts.hold();
+    const first = api.post('/v1/databases/busy/storage/verify');
+    await eventually(
+      async () => sts.calls.length,
+      (n) => n > before,
+    );
+
+    const second = await api.post('/v1/databases/busy/storage/verify');
+    release();
+
+    expect(second.status).toBe(409);
+    expect(second.json.error).toMatch(/already running/);
+    expect((await first).status).toBe(200);
+  });
+
+  test('requester_pays is accepted and sent; purge deletes only what the service wrote', async () => {
+    await s3Database('payer', { requester_pays: true });
+    expect((await api.post('/v1/databases/payer/storage/verify')).status).toBe(200);
+    const put = (Key: string) => admin.send(new PutObjectCommand({ Bucket: 'strata-test', Key, Body: 'x' }));
+    await put('tenants/payer/tables/t1.lance/data/0.lance');
+    await put('tenants/payer/_strata/verify/old.probe');
+    await put('tenants/payer/customer-own.csv');
+
+    const res = await api.del('/v1/databases/payer?purge=true');
+
+    expect(res.status).toBe(200);
+    expect(res.json).toEqual({ name: 'payer', purged: true });
+    const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/payer/' }));
+    expect((left.Contents ?? []).map((o) => o.Key)).toEqual(['tenants/payer/customer-own.csv']);
+  });
+});
+
+describe('assumed-role credentials', () => {
+  test('are cached, and renewed before they expire', async () => {
+    const shortLived = await startStsDouble({
+      callerKeyId: 'S3RVER',
+      lifetimeMs: 5 * 60_000 + 400,
+      onIssue: () => {},
+    });
+    try {
+      const config = loadConfig({ ...S3RVER_KEY, STRATA_STS_ENDPOINT: shortLived.endpoint });
+      const credentials = assumeRoleCredentials(ROLE, config.aws, 'strata-test');
+
+      const first = await credentials();
+      const again = await credentials();
+      expect(again.accessKeyId).toBe(first.accessKeyId);
+      expect(shortLived.calls).toHaveLength(1);
+
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const renewed = await credentials();
+
+      expect(shortLived.calls).toHaveLength(2);
+      expect(renewed.accessKeyId).not.toBe(first.accessKeyId);
+    } finally {
+      await shortLived.close();
+    }
+  });
+});
