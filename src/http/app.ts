@@ -67,6 +67,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const ctx: AppContext = { config, store, databases, workers };
   app.decorate('ctx', ctx);
 
+  // Bodies are JSON (and, for rows, Arrow streams); anything else is 415, never parsed as text.
+  app.removeContentTypeParser('text/plain');
   app.setErrorHandler(handleError);
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onRequest', async (req, reply) => {

@@ -45,6 +45,16 @@ export function describeValidation(context: string, issue: ValidationIssue): str
   }
 }
 
+/** Clearer words for the framework's own 4xx errors. */
+const FRAMEWORK_MESSAGES: Readonly<Record<string, (req: FastifyRequest) => string>> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: (req) =>
+    `Content-Type "${req.headers['content-type'] ?? ''}" is not supported by ${req.method} ${req.routeOptions.url ?? req.url}`,
+  FST_ERR_CTP_BODY_TOO_LARGE: (req) =>
+    `request body is too large: the limit is ${req.routeOptions.bodyLimit ?? 'set by STRATA_MAX_BODY_BYTES'} bytes`,
+  FST_ERR_CTP_EMPTY_JSON_BODY: () => 'the body is empty but Content-Type is application/json: send a JSON body or no Content-Type',
+  FST_ERR_CTP_INVALID_JSON_BODY: () => 'the body is not valid JSON',
+};
+
 /** The one place where errors become responses. Anything unexpected is logged once and answered opaquely. */
 export function handleError(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (err instanceof ApiError) {
@@ -63,7 +73,7 @@ export function handleError(err: FastifyError | Error, req: FastifyRequest, repl
   }
   const status = fastifyErr.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    return reply.status(status).send({ error: err.message });
+    return reply.status(status).send({ error: FRAMEWORK_MESSAGES[fastifyErr.code]?.(req) ?? err.message });
   }
   req.log.error({ err }, 'internal error');
   return reply.status(500).send({ error: `internal error (request id ${req.id})` });
