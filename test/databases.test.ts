@@ -2,7 +2,14 @@ import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  eventually,
+  startStrata,
+  stateOf,
+  type TestServer,
+} from './support/server.js';
 
 let strata: TestServer;
 let api: Client;
@@ -42,11 +49,27 @@ describe('register', () => {
     ['no storage', { name: 'x' }, /missing required property "storage"/],
     ['no provider', { name: 'x', storage: { bucket: 'b' } }, /body.storage is missing required property "provider"/],
     ['an unknown provider', { name: 'x', storage: { provider: 'gcs', bucket: 'b' } }, /body.storage.provider/],
-    ['an unknown top-level property', { name: 'x', storage: { provider: 'local', bucket: 'b' }, extra: 1 }, /unknown property "extra"/],
-    ['an s3 field on local', { name: 'x', storage: { provider: 'local', bucket: 'b', region: 'eu-west-1' } }, /body.storage has unknown property "region"/],
-    ['an unknown s3 property', { name: 'x', storage: { provider: 's3', bucket: 'bkt', color: 'red' } }, /unknown property "color"/],
+    [
+      'an unknown top-level property',
+      { name: 'x', storage: { provider: 'local', bucket: 'b' }, extra: 1 },
+      /unknown property "extra"/,
+    ],
+    [
+      'an s3 field on local',
+      { name: 'x', storage: { provider: 'local', bucket: 'b', region: 'eu-west-1' } },
+      /body.storage has unknown property "region"/,
+    ],
+    [
+      'an unknown s3 property',
+      { name: 'x', storage: { provider: 's3', bucket: 'bkt', color: 'red' } },
+      /unknown property "color"/,
+    ],
     ['a number for a name', { name: 5, storage: { provider: 'local', bucket: 'b' } }, /body.name must be string/],
-    ['a string for requester_pays', { name: 'x', storage: { provider: 's3', bucket: 'bkt', requester_pays: 'yes' } }, /requester_pays must be boolean/],
+    [
+      'a string for requester_pays',
+      { name: 'x', storage: { provider: 's3', bucket: 'bkt', requester_pays: 'yes' } },
+      /requester_pays must be boolean/,
+    ],
     ['a malformed role_arn', { name: 'x', storage: { provider: 's3', bucket: 'bkt', role_arn: 'admin' } }, /role_arn/],
   ])('%s is 400 naming the field', async (_, body, message) => {
     const res = await api.post('/v1/databases', body);
@@ -55,12 +78,7 @@ describe('register', () => {
     expect(res.json.error).toMatch(message);
   });
 
-  test.each([
-    ['..'],
-    ['.'],
-    ['a/b'],
-    ['with space'],
-  ])('bucket folder %j is refused with 422', async (bucket) => {
+  test.each([['..'], ['.'], ['a/b'], ['with space']])('bucket folder %j is refused with 422', async (bucket) => {
     const res = await api.post('/v1/databases', { name: 'badfolder', storage: { provider: 'local', bucket } });
 
     expect(res.status).toBe(422);
@@ -123,7 +141,12 @@ describe('verify', () => {
       ['conditional_put', true],
       ['delete', true],
     ]);
-    expect(await eventually(() => stateOf(api, 'verified'), (s) => s === 'active')).toBe('active');
+    expect(
+      await eventually(
+        () => stateOf(api, 'verified'),
+        (s) => s === 'active',
+      ),
+    ).toBe('active');
     expect(readdirSync(join(strata.dataDir, 'buckets', 'verified', 'team', 'one', '_strata', 'verify'))).toEqual([]);
   });
 
@@ -185,7 +208,12 @@ describe('verify', () => {
     const passed = await api.post('/v1/databases/recovers/storage/verify');
 
     expect(passed.status).toBe(200);
-    expect(await eventually(() => stateOf(api, 'recovers'), (s) => s === 'active')).toBe('active');
+    expect(
+      await eventually(
+        () => stateOf(api, 'recovers'),
+        (s) => s === 'active',
+      ),
+    ).toBe('active');
   });
 });
 
@@ -236,7 +264,10 @@ describe('tenancy', () => {
     const verify = await other.post('/v1/databases/private/storage/verify');
     const del = await other.del('/v1/databases/private');
     const list = await other.get<{ databases: unknown[] }>('/v1/databases');
-    const own = await other.post('/v1/databases', { name: 'private', storage: { provider: 'local', bucket: 'theirs' } });
+    const own = await other.post('/v1/databases', {
+      name: 'private',
+      storage: { provider: 'local', bucket: 'theirs' },
+    });
 
     expect(verify.status).toBe(404);
     expect(verify.json.error).toBe('database "private" not found');

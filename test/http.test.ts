@@ -80,7 +80,10 @@ describe('operations', () => {
   });
 
   test('a body over STRATA_MAX_BODY_BYTES is 413', async () => {
-    const res = await api.post('/v1/databases', { name: 'big', storage: { provider: 'local', bucket: 'x'.repeat(4000) } });
+    const res = await api.post('/v1/databases', {
+      name: 'big',
+      storage: { provider: 'local', bucket: 'x'.repeat(4000) },
+    });
 
     expect(res.status).toBe(413);
     expect(res.json.error).toMatch(/too large/i);
@@ -116,7 +119,9 @@ describe('operations', () => {
     const text = await (await fetch(`${strata.url}/metrics`)).text();
 
     expect(text).toMatch(/strata_http_requests_total\{method="GET",route="\/v1\/databases",status="200"\} \d+/);
-    expect(text).toMatch(/strata_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/v1\/databases",status="200"\}/);
+    expect(text).toMatch(
+      /strata_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/v1\/databases",status="200"\}/,
+    );
   });
 });
 

@@ -51,7 +51,8 @@ const FRAMEWORK_MESSAGES: Readonly<Record<string, (req: FastifyRequest) => strin
     `Content-Type "${req.headers['content-type'] ?? ''}" is not supported by ${req.method} ${req.routeOptions.url ?? req.url}`,
   FST_ERR_CTP_BODY_TOO_LARGE: (req) =>
     `request body is too large: the limit is ${req.routeOptions.bodyLimit ?? 'set by STRATA_MAX_BODY_BYTES'} bytes`,
-  FST_ERR_CTP_EMPTY_JSON_BODY: () => 'the body is empty but Content-Type is application/json: send a JSON body or no Content-Type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: () =>
+    'the body is empty but Content-Type is application/json: send a JSON body or no Content-Type',
   FST_ERR_CTP_INVALID_JSON_BODY: () => 'the body is not valid JSON',
 };
 

@@ -1,0 +1,148 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, test } from 'vitest';
+import { rememberSecret } from './support/logs.js';
+import { client } from './support/server.js';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
+const dirs: string[] = [];
+const children: ChildProcess[] = [];
+
+afterAll(() => {
+  for (const child of children) child.kill('SIGKILL');
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'strata-cli-'));
+  dirs.push(dir);
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+interface Served {
+  url: string;
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<number | null>;
+}
+
+/** `strata serve` as its own process, as a user would start it. */
+async function serve(dataDir: string, env: Record<string, string> = {}): Promise<Served> {
+  const port = await freePort();
+  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  child.stderr?.on('data', (chunk: Buffer) => {
+    output += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200 && !output.includes('Server listening'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  if (!output.includes('Server listening')) throw new Error(`serve did not start:\n${output}`);
+  return { url, child, output: () => output, exited };
+}
+
+const cli = async (...args: string[]) => run(process.execPath, [CLI, ...args]);
+const keysIn = (text: string) => text.match(/sk_[A-Za-z0-9_-]{32,}/g) ?? [];
+
+describe('strata serve and strata keys', () => {
+  test('first start prints one new key for account default; later starts print none', async () => {
+    const dataDir = tempDir();
+    const first = await serve(dataDir);
+    const printed = keysIn(first.output());
+    printed.forEach(rememberSecret);
+
+    expect(printed).toHaveLength(1);
+    const api = client(first.url, `Bearer ${printed[0]}`);
+    expect((await api.get('/v1/databases')).status).toBe(200);
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toBe(0);
+    const second = await serve(dataDir);
+    expect(keysIn(second.output())).toEqual([]);
+    expect((await client(second.url, `Bearer ${printed[0]}`).get('/v1/databases')).status).toBe(200);
+    second.child.kill('SIGTERM');
+    expect(await second.exited).toBe(0);
+  });
+
+  test('keys are created, listed and revoked while the server runs; logs never carry one', async () => {
+    const dataDir = tempDir();
+    const bootstrap = `sk_${'b'.repeat(40)}`;
+    rememberSecret(bootstrap);
+    const server = await serve(dataDir, { STRATA_BOOTSTRAP_KEY: bootstrap });
+    expect(keysIn(server.output())).toEqual([]);
+
+    const created = await cli('keys', 'create', '--account', 'acme', '--data-dir', dataDir);
+    const secret = created.stdout.trim();
+    rememberSecret(secret);
+    expect(secret).toMatch(/^sk_[A-Za-z0-9_-]{43}$/);
+    const api = client(server.url, `Bearer ${secret}`);
+    const registered = await api.post('/v1/databases', { name: 'mine', storage: { provider: 'local', bucket: 'm' } });
+    expect(registered.status).toBe(201);
+    const boot = client(server.url, `Bearer ${bootstrap}`);
+    expect((await boot.get<{ databases: unknown[] }>('/v1/databases')).json.databases).toEqual([]);
+
+    const listed = await cli('keys', 'list', '--data-dir', dataDir);
+    const rows = listed.stdout
+      .trim()
+      .split('\n')
+      .map((line) => line.split('\t'));
+    expect(rows.map((row) => row[1])).toEqual(['default', 'acme']);
+    expect(keysIn(listed.stdout)).toEqual([]);
+    const id = rows[1]?.[0] ?? '';
+
+    const revoked = await cli('keys', 'revoke', id, '--data-dir', dataDir);
+    expect(revoked.stdout).toMatch(`revoked ${id}`);
+    const refused = await api.get('/v1/databases');
+    expect(refused.status).toBe(401);
+    expect((await cli('keys', 'list', '--data-dir', dataDir)).stdout).toMatch(
+      new RegExp(`${id}\\tacme\\t\\S+\\trevoked`),
+    );
+
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    const logLines = server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'));
+    expect(logLines.length).toBeGreaterThan(3);
+    expect(keysIn(logLines.join('\n'))).toEqual([]);
+  });
+
+  test('bad usage exits non-zero and says how to call it', async () => {
+    const dataDir = tempDir();
+    const missingAccount = await cli('keys', 'create', '--data-dir', dataDir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    const unknownRevoke = await cli('keys', 'revoke', 'key_nope', '--data-dir', dataDir).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    const badFlag = await cli('serve', '--colour', 'blue').catch((err: { code: number; stderr: string }) => err);
+
+    expect(missingAccount).toMatchObject({ code: 2, stderr: expect.stringMatching(/--account NAME/) });
+    expect(unknownRevoke).toMatchObject({ code: 1, stderr: expect.stringMatching(/no active key with id key_nope/) });
+    expect(badFlag).toMatchObject({ code: 2, stderr: expect.stringMatching(/unknown option --colour/) });
+  });
+});

@@ -1,0 +1,86 @@
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { ConfigError, flagsToEnv, loadConfig } from '../src/config.js';
+import { hashKey, KEY_PATTERN, newSecret } from '../src/control/keys.js';
+import { prefixSegments } from '../src/storage/binding.js';
+
+describe('configuration', () => {
+  test('defaults match API.md §8', () => {
+    const config = loadConfig({});
+
+    expect(config).toMatchObject({
+      host: '127.0.0.1',
+      port: 8080,
+      localStorage: true,
+      allowInsecureEndpoints: false,
+      maxBodyBytes: 256 * 1024 * 1024,
+      sqlTimeoutMs: 30_000,
+      sqlMaxRows: 1_000_000,
+      maxActiveDatabases: 64,
+      controlUrl: undefined,
+    });
+    expect(config.dataDir).toMatch(/\/data$/);
+  });
+
+  test('any integer setting round-trips, and anything that is not a whole number is refused by name', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (n) => {
+        expect(loadConfig({ STRATA_SQL_MAX_ROWS: String(n) }).sqlMaxRows).toBe(n);
+      }),
+    );
+    fc.assert(
+      fc.property(
+        fc.string({ minLength: 1 }).filter((s) => !/^\d+$/.test(s)),
+        (raw) => {
+          expect(() => loadConfig({ STRATA_SQL_TIMEOUT_MS: raw })).toThrow(/STRATA_SQL_TIMEOUT_MS/);
+        },
+      ),
+    );
+  });
+
+  test('a malformed bootstrap key is refused before anything starts', () => {
+    expect(() => loadConfig({ STRATA_BOOTSTRAP_KEY: 'short' })).toThrow(ConfigError);
+  });
+
+  test('every flag mirrors its variable, as --flag value or --flag=value', () => {
+    const flags = ['host', 'port', 'data-dir', 'max-active-databases', 'sql-timeout-ms', 'local-storage'];
+    fc.assert(
+      fc.property(fc.constantFrom(...flags), fc.string({ minLength: 1 }), fc.boolean(), (flag, value, inline) => {
+        const env = flagsToEnv(inline ? [`--${flag}=${value}`] : [`--${flag}`, value]);
+        expect(env).toEqual({ [`STRATA_${flag.toUpperCase().replaceAll('-', '_')}`]: value });
+      }),
+    );
+    expect(() => flagsToEnv(['--port'])).toThrow(/--port needs a value/);
+  });
+});
+
+describe('keys', () => {
+  test('new keys have the documented shape and distinct hashes', () => {
+    const secrets = Array.from({ length: 200 }, newSecret);
+    for (const secret of secrets) expect(secret).toMatch(KEY_PATTERN);
+    expect(new Set(secrets.map(hashKey)).size).toBe(200);
+    expect(hashKey(secrets[0] ?? '')).toMatch(/^[0-9a-f]{64}$/);
+  });
+});
+
+describe('prefixes', () => {
+  const segment = fc.stringMatching(/^[A-Za-z0-9_-][A-Za-z0-9._-]{0,11}$/).filter((s) => s !== '.' && s !== '..');
+
+  test('any /-joined safe segments parse back unchanged, with or without surrounding slashes', () => {
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 6 }), fc.boolean(), (parts, slashes) => {
+        const prefix = slashes ? `/${parts.join('/')}/` : parts.join('/');
+        expect(prefixSegments(prefix)).toEqual(parts);
+      }),
+    );
+  });
+
+  test('a prefix with a "..", "." or empty part anywhere is refused', () => {
+    fc.assert(
+      fc.property(fc.array(segment, { maxLength: 4 }), fc.constantFrom('..', '.', ''), fc.nat(4), (parts, bad, at) => {
+        const withBad = [...parts.slice(0, at), bad, ...parts.slice(at), 'end'];
+        expect(() => prefixSegments(`start/${withBad.join('/')}`)).toThrow(/storage binding refused: prefix/);
+      }),
+    );
+  });
+});
