@@ -145,3 +145,23 @@ describe('rate limit', () => {
     }
   });
 });
+
+describe('faults of the service itself', () => {
+  test('a broken control store makes /readyz 503 and a call 500 with only "internal error" and the request id', async () => {
+    const broken = await startStrata();
+    try {
+      const key = await broken.as('acme');
+      await broken.app.ctx.store.close();
+
+      const ready = await broken.withAuth(undefined).get('/readyz');
+      const res = await key.get('/v1/databases');
+
+      expect((await broken.withAuth(undefined).get('/healthz')).status).toBe(200);
+      expect(ready.status).toBe(503);
+      expect(res.status).toBe(500);
+      expect(res.json).toEqual({ error: `internal error (request id ${res.headers.get('x-request-id')})` });
+    } finally {
+      await broken.close();
+    }
+  });
+});
