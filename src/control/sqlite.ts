@@ -3,6 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { DatabaseState } from '../contract/databases.js';
+import type { TableRecord } from '../engine/catalog.js';
 import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord } from './store.js';
@@ -31,6 +32,17 @@ const MIGRATIONS: readonly string[] = [
      last_error TEXT,
      UNIQUE (account_id, name)
    );`,
+  `CREATE TABLE tables (
+     database_id TEXT NOT NULL REFERENCES databases(id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     table_id TEXT NOT NULL UNIQUE,
+     schema_ipc TEXT NOT NULL,
+     indexes TEXT NOT NULL,
+     created_ms INTEGER NOT NULL,
+     state TEXT NOT NULL,
+     next_row_key INTEGER NOT NULL DEFAULT 0,
+     PRIMARY KEY (database_id, name)
+   );`,
 ];
 
 interface KeyRow {
@@ -50,6 +62,26 @@ interface DatabaseRow {
   binding: string;
   last_error: string | null;
 }
+
+interface TableRow {
+  database_id: string;
+  name: string;
+  table_id: string;
+  schema_ipc: string;
+  indexes: string;
+  created_ms: number;
+  state: TableRecord['state'];
+}
+
+const tableFromRow = (row: TableRow): TableRecord => ({
+  databaseId: row.database_id,
+  name: row.name,
+  tableId: row.table_id,
+  schemaIpc: row.schema_ipc,
+  indexes: row.indexes,
+  createdMs: row.created_ms,
+  state: row.state,
+});
 
 const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
   id: row.id,
@@ -193,5 +225,51 @@ export class SqliteControlStore implements ControlStore {
 
   async deleteDatabase(id: string): Promise<void> {
     this.db.prepare('DELETE FROM databases WHERE id = ?').run(id);
+  }
+
+  async insertTable(table: TableRecord): Promise<void> {
+    try {
+      this.db
+        .prepare(
+          'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        )
+        .run(table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state);
+    } catch (err) {
+      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new Conflict(`table "${table.name}" already exists`);
+      }
+      throw err;
+    }
+  }
+
+  async findTable(databaseId: string, name: string): Promise<TableRecord | undefined> {
+    const row = this.db.prepare('SELECT * FROM tables WHERE database_id = ? AND name = ?').get(databaseId, name) as
+      | TableRow
+      | undefined;
+    return row === undefined ? undefined : tableFromRow(row);
+  }
+
+  async listTables(databaseId: string): Promise<TableRecord[]> {
+    const rows = this.db
+      .prepare('SELECT * FROM tables WHERE database_id = ? ORDER BY name')
+      .all(databaseId) as TableRow[];
+    return rows.map(tableFromRow);
+  }
+
+  async setTableState(tableId: string, state: TableRecord['state']): Promise<void> {
+    this.db.prepare('UPDATE tables SET state = ? WHERE table_id = ?').run(state, tableId);
+  }
+
+  async deleteTable(tableId: string): Promise<void> {
+    this.db.prepare('DELETE FROM tables WHERE table_id = ?').run(tableId);
+  }
+
+  async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
+    const row = this.db
+      .prepare('UPDATE tables SET next_row_key = next_row_key + ? WHERE table_id = ? RETURNING next_row_key')
+      .safeIntegers(true)
+      .get(count, tableId) as { next_row_key: bigint } | undefined;
+    if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
+    return row.next_row_key - BigInt(count);
   }
 }

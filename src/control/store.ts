@@ -1,4 +1,5 @@
 import type { DatabaseState } from '../contract/databases.js';
+import type { CatalogStore } from '../engine/catalog.js';
 import type { Binding } from '../storage/binding.js';
 
 export interface Account {
@@ -34,7 +35,7 @@ export interface DatabaseRecord {
  * The control store: accounts, keys, databases and (from the tables issue on) each database's catalog.
  * Async throughout so that the embedded SQLite store and a PostgreSQL store are interchangeable.
  */
-export interface ControlStore {
+export interface ControlStore extends CatalogStore {
   /** Throws when the store cannot answer; `/readyz` uses it. */
   ping(): Promise<void>;
   close(): Promise<void>;

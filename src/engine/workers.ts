@@ -1,5 +1,12 @@
+import { connect } from '@lancedb/lancedb';
 import { Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
+import { lanceLocation } from '../storage/lance.js';
+import type { StorageEnv } from '../storage/open.js';
+import type { CatalogStore } from './catalog.js';
+import type { RowsBody } from './rows.js';
+import { Tables } from './tables.js';
+import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
 /** What a worker needs to know about the database it serves. */
 export interface DatabaseRef {
@@ -8,15 +15,57 @@ export interface DatabaseRef {
   binding: Binding;
 }
 
+/** What every worker shares: the catalog and how to reach buckets. */
+export interface WorkerDeps {
+  catalog: CatalogStore;
+  storage: StorageEnv;
+}
+
+/** Credentials this close to expiry make the worker reconnect before its next request. */
+const RENEW_BEFORE_MS = 5 * 60_000;
+
 /**
- * The per-database worker. It is placed once verification has passed and owns the database's engines:
- * from the tables issue on, the Lance connection and table handles; later DuckDB and index upkeep.
+ * The per-database worker, placed once verification has passed. It owns the database's engines: the Lance
+ * connection and table handles (later DuckDB and index upkeep).
  */
 export class DatabaseWorker {
   private inFlight = 0;
   private lastUsedMs = Date.now();
 
-  constructor(readonly ref: DatabaseRef) {}
+  private constructor(
+    readonly ref: DatabaseRef,
+    readonly catalog: CatalogStore,
+    readonly tables: Tables,
+    private readonly expiresAtMs: number | undefined,
+  ) {}
+
+  static async open(ref: DatabaseRef, deps: WorkerDeps): Promise<DatabaseWorker> {
+    const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
+    // readConsistencyInterval 0: every read sees the latest commit, whoever made it (DESIGN.md).
+    const connection = await connect(location.uri, {
+      storageOptions: location.storageOptions,
+      readConsistencyInterval: 0,
+    });
+    const tables = new Tables(connection, deps.catalog, ref.id, location);
+    return new DatabaseWorker(ref, deps.catalog, tables, location.expiresAtMs);
+  }
+
+  append(table: string, body: RowsBody): Promise<WriteResult> {
+    return this.tables.get(table).then((handle) => append(this.catalog, handle, body));
+  }
+
+  replace(table: string, predicate: string | undefined, body: RowsBody): Promise<WriteResult & RowCounts> {
+    return this.tables.get(table).then((handle) => replace(handle, predicate, body));
+  }
+
+  remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
+    return this.tables.get(table).then((handle) => remove(handle, predicate));
+  }
+
+  /** True when its bucket credentials are about to expire. */
+  get stale(): boolean {
+    return this.expiresAtMs !== undefined && this.expiresAtMs - Date.now() < RENEW_BEFORE_MS;
+  }
 
   get busy(): boolean {
     return this.inFlight > 0;
@@ -39,7 +88,9 @@ export class DatabaseWorker {
     };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.tables.close();
+  }
 }
 
 export interface Lease {
@@ -48,6 +99,7 @@ export interface Lease {
 }
 
 export interface WorkerPoolOptions {
+  deps: WorkerDeps;
   capacity: number;
   idleMs: number;
   /** Called when a worker was placed for a database, so its state can become `active`. */
@@ -119,12 +171,16 @@ export class WorkerPool {
 
   private place(ref: DatabaseRef): Promise<DatabaseWorker> {
     const existing = this.workers.get(ref.id);
-    if (existing !== undefined) return Promise.resolve(existing);
+    if (existing !== undefined && !(existing.stale && !existing.busy)) return Promise.resolve(existing);
+    if (existing !== undefined) {
+      this.workers.delete(ref.id);
+      void existing.close().catch((err: unknown) => this.options.onError(err, ref));
+    }
     const pending = this.placing.get(ref.id);
     if (pending !== undefined) return pending;
     const placing = (async () => {
       await this.makeRoom(ref);
-      const worker = new DatabaseWorker(ref);
+      const worker = await DatabaseWorker.open(ref, this.options.deps);
       this.workers.set(ref.id, worker);
       await this.options.onPlaced(ref);
       return worker;

@@ -15,6 +15,8 @@ import { handleError, handleNotFound } from './errors.js';
 import { metricsPlugin } from './metrics.js';
 import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
+import { rowRoutes } from './routes/rows.js';
+import { tableRoutes } from './routes/tables.js';
 
 export interface AppOptions {
   config: Config;
@@ -49,21 +51,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  const storage = {
+    dataDir: config.dataDir,
+    aws: config.aws,
+    policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
+  };
   const workers = new WorkerPool({
+    deps: { catalog: store, storage },
     capacity: config.maxActiveDatabases,
     idleMs: config.workerIdleMs,
     onPlaced: async (ref) => store.setDatabaseState(ref.id, 'active', null),
     onError: (err, ref) => app.log.error({ err, database: ref.id }, 'worker placement failed'),
   });
-  const databases = new Databases(
-    store,
-    {
-      dataDir: config.dataDir,
-      aws: config.aws,
-      policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
-    },
-    workers,
-  );
+  const databases = new Databases(store, storage, workers);
   const ctx: AppContext = { config, store, databases, workers };
   app.decorate('ctx', ctx);
 
@@ -94,6 +94,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(healthRoutes);
   await app.register(databaseRoutes);
+  await app.register(tableRoutes);
+  await app.register(rowRoutes);
 
   workers.start();
   app.addHook('onClose', async () => {

@@ -1,4 +1,4 @@
-import type { Lease } from '../engine/workers.js';
+import type { DatabaseWorker, Lease } from '../engine/workers.js';
 import { Conflict, Unavailable } from '../errors.js';
 import type { AppContext } from './context.js';
 
@@ -28,5 +28,20 @@ export async function openDatabase(ctx: AppContext, accountId: string, name: str
     case 'active':
       // An idle worker may have been let go; placing it again is quick unless the node is full (503).
       return ctx.workers.acquire(db);
+  }
+}
+
+/** Runs `work` with the database's worker held, releasing it however `work` ends. */
+export async function withWorker<T>(
+  ctx: AppContext,
+  accountId: string,
+  database: string,
+  work: (worker: DatabaseWorker) => Promise<T>,
+): Promise<T> {
+  const lease = await openDatabase(ctx, accountId, database);
+  try {
+    return await work(lease.worker);
+  } finally {
+    lease.release();
   }
 }

@@ -1,0 +1,83 @@
+import Type from 'typebox';
+import { Name } from './common.js';
+
+const Nullable = <T extends Type.TSchema>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
+export const DatabasePathParams = Type.Object({ database: Name }, { additionalProperties: false });
+
+export const SchemaField = Type.Object(
+  {
+    name: Type.String(),
+    type: Type.String(),
+    dim: Nullable(Type.Integer()),
+    item: Nullable(Type.String()),
+    nullable: Nullable(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const FtsIndexEntry = Type.Union([
+  Type.String(),
+  Type.Object({ column: Type.String(), analyzer: Nullable(Type.String()) }, { additionalProperties: false }),
+]);
+
+export const VectorIndexEntry = Type.Object(
+  { column: Type.String(), metric: Type.String(), dim: Nullable(Type.Integer({ minimum: 0 })) },
+  { additionalProperties: false },
+);
+
+export const Indexes = Type.Object(
+  { fts: Nullable(Type.Array(FtsIndexEntry)), vector: Nullable(Type.Array(VectorIndexEntry)) },
+  { additionalProperties: false },
+);
+
+export const CreateTableBody = Type.Object(
+  {
+    table_name: Name,
+    schema: Nullable(Type.Array(SchemaField)),
+    schema_ipc: Nullable(Type.String()),
+    indexes: Nullable(Indexes),
+  },
+  { additionalProperties: false },
+);
+
+export const ColumnDescriptor = Type.Object({
+  name: Type.String(),
+  type: Type.String(),
+  nullable: Type.Boolean(),
+  dim: Type.Optional(Type.Integer()),
+  item: Type.Optional(Type.String()),
+});
+
+export const CanonicalIndexes = Type.Object({
+  fts: Type.Array(Type.Object({ column: Type.String(), analyzer: Type.String() })),
+  vector: Type.Array(Type.Object({ column: Type.String(), metric: Type.String(), dim: Type.Integer() })),
+});
+
+export const TableDescription = Type.Object({
+  table_name: Type.String(),
+  schema: Type.Array(ColumnDescriptor),
+  indexes: CanonicalIndexes,
+});
+
+export const DropTableBody = Type.Object(
+  { table_name: Name, purge: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+export const DropTableReply = Type.Object({
+  table_name: Type.String(),
+  purged: Type.Boolean(),
+  location: Type.String(),
+});
+
+export const SchemaBody = Type.Object(
+  { table_name: Name, encoding: Type.Optional(Type.Union([Type.Literal('json'), Type.Literal('ipc')])) },
+  { additionalProperties: false },
+);
+
+export const SchemaReply = Type.Union([Type.Array(ColumnDescriptor), Type.Object({ schema_ipc: Type.String() })]);
+
+export const ListTablesReply = Type.Object({
+  tables: Type.Array(Type.Object({ table_name: Type.String(), num_rows: Type.Integer() })),
+});

@@ -1,0 +1,26 @@
+/** A table as the catalog keeps it. The schema and index declarations are stored in their wire forms. */
+export interface TableRecord {
+  databaseId: string;
+  name: string;
+  /** Unique per creation, so a dropped-but-kept table and a new one of the same name never collide. */
+  tableId: string;
+  /** Base64 schema-only Arrow IPC stream of the user's columns. */
+  schemaIpc: string;
+  /** JSON of the canonical index declarations. */
+  indexes: string;
+  createdMs: number;
+  /** `creating` until the dataset and its indexes exist; a crash leaves it so, and the name stays usable. */
+  state: 'creating' | 'ready';
+}
+
+/** What the engine needs of the control store to keep each database's catalog. */
+export interface CatalogStore {
+  /** Throws `Conflict` when the database already has a table of that name. */
+  insertTable(table: TableRecord): Promise<void>;
+  findTable(databaseId: string, name: string): Promise<TableRecord | undefined>;
+  listTables(databaseId: string): Promise<TableRecord[]>;
+  setTableState(tableId: string, state: TableRecord['state']): Promise<void>;
+  deleteTable(tableId: string): Promise<void>;
+  /** Reserves `count` consecutive row keys of a table; returns the first. */
+  reserveRowKeys(tableId: string, count: number): Promise<bigint>;
+}

@@ -1,0 +1,96 @@
+import type { Data, Field, RecordBatch, Schema } from 'apache-arrow';
+import { arrow } from '../arrow/arrow.js';
+import { castData, nullData } from '../arrow/cast.js';
+import { dataFromJson, ValueError } from '../arrow/from-json.js';
+import { BadRequest } from '../errors.js';
+
+/** A rows body as it arrived: JSON rows (`{data: [...]}`) or the bytes of an Arrow IPC stream. */
+export type RowsBody = { kind: 'json'; rows: readonly unknown[] } | { kind: 'arrow'; bytes: Uint8Array };
+
+function rowError(err: unknown, rowBase = 0): never {
+  if (err instanceof ValueError) {
+    throw new BadRequest(`row ${rowBase + Math.max(0, err.index)}, column "${err.path}": ${err.message}`);
+  }
+  throw err;
+}
+
+/** One record batch of exactly `schema` from column data. */
+export function batchOf(schema: Schema, length: number, columns: Data[]): RecordBatch {
+  const struct = arrow.makeData({
+    type: new arrow.Struct(schema.fields),
+    length,
+    nullCount: 0,
+    children: columns,
+  });
+  return new arrow.RecordBatch(schema, struct);
+}
+
+/** JSON rows → one batch of the table's columns; the first bad row rejects them all (API.md §5). */
+export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordBatch {
+  const names = new Set(schema.fields.map((f) => f.name));
+  rows.forEach((row, i) => {
+    if (row === null || typeof row !== 'object' || Array.isArray(row)) {
+      throw new BadRequest(`row ${i} must be a JSON object keyed by column name`);
+    }
+    for (const key of Object.keys(row)) {
+      if (!names.has(key)) throw new BadRequest(`row ${i}: unknown column "${key}"`);
+    }
+  });
+  try {
+    const columns = schema.fields.map((field: Field) =>
+      dataFromJson(
+        field,
+        rows.map((row) => (row as Record<string, unknown>)[field.name]),
+      ),
+    );
+    return batchOf(schema, rows.length, columns);
+  } catch (err) {
+    return rowError(err);
+  }
+}
+
+/** An Arrow IPC stream → batches of the table's columns, matched by name, cast only without loss. */
+export function batchesFromArrow(schema: Schema, bytes: Uint8Array): RecordBatch[] {
+  let batches: RecordBatch[];
+  let bodySchema: Schema;
+  try {
+    const reader = arrow.RecordBatchReader.from(bytes);
+    reader.open();
+    bodySchema = reader.schema;
+    batches = reader.readAll();
+  } catch (err) {
+    throw new BadRequest(`the body is not an Arrow IPC stream: ${(err as Error).message}`);
+  }
+  if (bodySchema === undefined) throw new BadRequest('the body is not an Arrow IPC stream: it holds no schema');
+  const known = new Set(schema.fields.map((f) => f.name));
+  for (const field of bodySchema.fields) {
+    if (!known.has(field.name)) throw new BadRequest(`the body has unknown column "${field.name}"`);
+  }
+  const present = new Map(bodySchema.fields.map((f, i) => [f.name, i] as const));
+  for (const field of schema.fields) {
+    if (!present.has(field.name) && !field.nullable) {
+      throw new BadRequest(`the body lacks column "${field.name}", which is not nullable`);
+    }
+  }
+  let rowBase = 0;
+  return batches.map((batch) => {
+    try {
+      const columns = schema.fields.map((field) => {
+        const at = present.get(field.name);
+        if (at === undefined) {
+          return nullData(field.type, batch.numRows);
+        }
+        return castData(batch.data.children[at] as Data, field);
+      });
+      const out = batchOf(schema, batch.numRows, columns);
+      rowBase += batch.numRows;
+      return out;
+    } catch (err) {
+      return rowError(err, rowBase);
+    }
+  });
+}
+
+export function batchesFromBody(schema: Schema, body: RowsBody): RecordBatch[] {
+  return body.kind === 'json' ? [batchFromJson(schema, body.rows)] : batchesFromArrow(schema, body.bytes);
+}

@@ -1,0 +1,192 @@
+import { randomUUID } from 'node:crypto';
+import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
+import type { Schema } from 'apache-arrow';
+import { BadRequest, Conflict, NotFound } from '../errors.js';
+import type { LanceLocation } from '../storage/lance.js';
+import type { CatalogStore, TableRecord } from './catalog.js';
+import {
+  type Analyzer,
+  type ColumnDescriptor,
+  describeSchema,
+  type IndexesInput,
+  ROW_KEY,
+  resolveIndexes,
+  type SchemaFieldInput,
+  schemaFromFields,
+  schemaFromIpc,
+  schemaToIpc,
+  storedSchema,
+  type TableIndexes,
+} from './schema.js';
+import { Serial } from './serial.js';
+
+export interface CreateTableRequest {
+  table_name: string;
+  schema?: SchemaFieldInput[] | null;
+  schema_ipc?: string | null;
+  indexes?: IndexesInput | null;
+}
+
+export interface TableDescription {
+  table_name: string;
+  schema: ColumnDescriptor[];
+  indexes: TableIndexes;
+}
+
+/** An open table: its catalog entry, schemas, Lance handle, and the queue its writes go through. */
+export interface TableHandle {
+  record: TableRecord;
+  /** The user's columns. */
+  schema: Schema;
+  indexes: TableIndexes;
+  lance: LanceTable;
+  writes: Serial;
+}
+
+/** The Lance FTS settings of each analyzer (DESIGN.md): no stemming, no stop words, ever. */
+export function ftsIndex(analyzer: Analyzer): Index {
+  return Index.fts({
+    baseTokenizer: analyzer === 'standard' ? 'icu' : 'simple',
+    lowercase: true,
+    asciiFolding: analyzer === 'ascii_lower',
+    stem: false,
+    removeStopWords: false,
+    maxTokenLength: 255,
+    withPosition: false,
+  });
+}
+
+/**
+ * The tables of one database: catalog changes (one at a time; another arriving meanwhile gets 409 +
+ * Retry-After), and open handles on their Lance datasets.
+ */
+export class Tables {
+  private changing = false;
+  private readonly handles = new Map<string, Promise<TableHandle>>();
+
+  constructor(
+    private readonly connection: Connection,
+    private readonly catalog: CatalogStore,
+    private readonly databaseId: string,
+    private readonly location: LanceLocation,
+  ) {}
+
+  private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
+    if (this.changing) {
+      throw new Conflict(`${what} was not applied: another catalog change of this database was in flight; retry`, 1);
+    }
+    this.changing = true;
+    try {
+      return await change();
+    } finally {
+      this.changing = false;
+    }
+  }
+
+  async create(req: CreateTableRequest): Promise<TableDescription> {
+    const hasSchema = req.schema !== undefined && req.schema !== null;
+    const hasIpc = req.schema_ipc !== undefined && req.schema_ipc !== null;
+    if (hasSchema === hasIpc) throw new BadRequest('send exactly one of schema and schema_ipc');
+    const schema = hasSchema ? schemaFromFields(req.schema ?? []) : schemaFromIpc(req.schema_ipc ?? '');
+    const indexes = resolveIndexes(schema, req.indexes);
+
+    return this.exclusively(`creating table "${req.table_name}"`, async () => {
+      const existing = await this.catalog.findTable(this.databaseId, req.table_name);
+      if (existing?.state === 'ready') throw new Conflict(`table "${req.table_name}" already exists`);
+      // A creation that died half-way left its name in the catalog: clear it and start afresh.
+      if (existing !== undefined) await this.forget(existing, true);
+
+      const record: TableRecord = {
+        databaseId: this.databaseId,
+        name: req.table_name,
+        tableId: `t_${randomUUID().replaceAll('-', '')}`,
+        schemaIpc: schemaToIpc(schema),
+        indexes: JSON.stringify(indexes),
+        createdMs: Date.now(),
+        state: 'creating',
+      };
+      await this.catalog.insertTable(record);
+      try {
+        const lance = await this.connection.createEmptyTable(record.tableId, storedSchema(schema));
+        await lance.createIndex(ROW_KEY, { config: Index.btree() });
+        for (const fts of indexes.fts) await lance.createIndex(fts.column, { config: ftsIndex(fts.analyzer) });
+        await lance.setUnenforcedPrimaryKey(ROW_KEY);
+        lance.close();
+        await this.catalog.setTableState(record.tableId, 'ready');
+      } catch (err) {
+        await this.forget(record, true).catch(() => undefined);
+        throw err;
+      }
+      return { table_name: record.name, schema: describeSchema(schema), indexes };
+    });
+  }
+
+  async drop(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
+    const record = await this.catalog.findTable(this.databaseId, name);
+    if (record === undefined) throw new NotFound(`table "${name}"`);
+    return this.exclusively(`dropping table "${name}"`, async () => {
+      const open = this.handles.get(record.tableId);
+      // Writes already queued on the table finish first; none can start after it left the catalog.
+      if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
+      await this.forget(record, purge);
+      return { table_name: name, purged: purge, location: `${this.location.publicUri}/${record.tableId}.lance` };
+    });
+  }
+
+  /** Removes a table from the catalog (first, so the name is free at once) and, with `purge`, its files. */
+  private async forget(record: TableRecord, purge: boolean): Promise<void> {
+    await this.catalog.deleteTable(record.tableId);
+    const open = this.handles.get(record.tableId);
+    this.handles.delete(record.tableId);
+    (await open?.catch(() => undefined))?.lance.close();
+    if (purge) {
+      await this.connection.dropTable(record.tableId).catch((err: unknown) => {
+        if (!/not found|does not exist/i.test(String(err))) throw err;
+      });
+    }
+  }
+
+  async describe(name: string): Promise<TableDescription & { stored: Schema }> {
+    const handle = await this.get(name);
+    return { table_name: name, schema: describeSchema(handle.schema), indexes: handle.indexes, stored: handle.schema };
+  }
+
+  async list(): Promise<{ table_name: string; num_rows: number }[]> {
+    const records = (await this.catalog.listTables(this.databaseId)).filter((r) => r.state === 'ready');
+    return Promise.all(
+      records.map(async (record) => ({
+        table_name: record.name,
+        num_rows: await (await this.open(record)).lance.countRows(),
+      })),
+    );
+  }
+
+  /** The open table of that name; 404 when the catalog has no finished table of that name. */
+  async get(name: string): Promise<TableHandle> {
+    const record = await this.catalog.findTable(this.databaseId, name);
+    if (record === undefined || record.state !== 'ready') throw new NotFound(`table "${name}"`);
+    return this.open(record);
+  }
+
+  private open(record: TableRecord): Promise<TableHandle> {
+    let handle = this.handles.get(record.tableId);
+    if (handle === undefined) {
+      handle = (async () => ({
+        record,
+        schema: schemaFromIpc(record.schemaIpc),
+        indexes: JSON.parse(record.indexes) as TableIndexes,
+        lance: await this.connection.openTable(record.tableId),
+        writes: new Serial(),
+      }))();
+      handle.catch(() => this.handles.delete(record.tableId));
+      this.handles.set(record.tableId, handle);
+    }
+    return handle;
+  }
+
+  async close(): Promise<void> {
+    const all = [...this.handles.values()];
+    this.handles.clear();
+    for (const handle of all) (await handle.catch(() => undefined))?.lance.close();
+  }
+}

@@ -1,0 +1,125 @@
+import type { Data, RecordBatch, Schema } from 'apache-arrow';
+import { arrow } from '../arrow/arrow.js';
+import { Conflict } from '../errors.js';
+import type { CatalogStore } from './catalog.js';
+import { checkPredicate } from './predicate.js';
+import { batchesFromBody, batchOf, type RowsBody } from './rows.js';
+import { ROW_KEY, storedSchema } from './schema.js';
+import type { TableHandle } from './tables.js';
+
+export interface WriteResult {
+  /** The rows as stored (the user's columns), and their schema. */
+  rows: RecordBatch[];
+  schema: Schema;
+  version: number;
+}
+
+export interface RowCounts {
+  matched: number;
+  n_tombstoned: number;
+  n_not_found: number;
+}
+
+/** The user's batches with the row key column appended, keys taken in order from `keys`. */
+function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: BigInt64Array): RecordBatch[] {
+  const stored = storedSchema(table.schema);
+  let at = 0;
+  return batches.map((batch) => {
+    const slice = keys.subarray(at, at + batch.numRows);
+    at += batch.numRows;
+    const keyData = arrow.makeData({ type: new arrow.Int64(), length: batch.numRows, nullCount: 0, data: slice });
+    return batchOf(stored, batch.numRows, [...(batch.data.children as Data[]), keyData]);
+  });
+}
+
+const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
+
+/** Appends all rows in one commit, or none (API.md §5). */
+export async function append(catalog: CatalogStore, table: TableHandle, body: RowsBody): Promise<WriteResult> {
+  const rows = batchesFromBody(table.schema, body);
+  const n = rowCount(rows);
+  return table.writes.run(async () => {
+    if (n === 0) return { rows, schema: table.schema, version: await table.lance.version() };
+    const first = await catalog.reserveRowKeys(table.record.tableId, n);
+    const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
+    const result = await table.lance.add(new arrow.Table(withRowKeys(table, rows, keys)));
+    return { rows, schema: table.schema, version: result.version };
+  });
+}
+
+/** The row keys `predicate` matches, in row order. */
+async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
+  const found = await table.lance.query().where(predicate).select([ROW_KEY]).toArrow();
+  const keys = new BigInt64Array(found.numRows);
+  let at = 0;
+  for (const batch of found.batches) {
+    const column = batch.getChildAt(0);
+    if (column === null) continue;
+    for (const chunk of column.data) {
+      keys.set((chunk.values as BigInt64Array).subarray(chunk.offset, chunk.offset + chunk.length), at);
+      at += chunk.length;
+    }
+  }
+  return keys.sort();
+}
+
+/**
+ * API.md's atomic replace: the rows P matches (in row order) are paired with the body's rows, which take over
+ * their row keys, and one merge-insert commit swaps them: no reader ever sees neither. Keys a concurrent
+ * delete removed first update nothing and are counted as not found.
+ */
+export async function replace(
+  table: TableHandle,
+  predicate: string | undefined,
+  body: RowsBody,
+): Promise<WriteResult & RowCounts> {
+  const rows = batchesFromBody(table.schema, body);
+  const sent = rowCount(rows);
+  const checked = await checkPredicate(table.lance, predicate);
+  return table.writes.run(async () => {
+    const keys = await matchedKeys(table, checked);
+    if (keys.length !== sent) {
+      throw new Conflict(
+        `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
+      );
+    }
+    if (sent === 0) {
+      return {
+        rows,
+        schema: table.schema,
+        version: await table.lance.version(),
+        matched: 0,
+        n_tombstoned: 0,
+        n_not_found: 0,
+      };
+    }
+    const merged = await table.lance
+      .mergeInsert(ROW_KEY)
+      .whenMatchedUpdateAll()
+      .execute(new arrow.Table(withRowKeys(table, rows, keys)));
+    const tombstoned = merged.numUpdatedRows;
+    return {
+      rows,
+      schema: table.schema,
+      version: merged.version,
+      matched: sent,
+      n_tombstoned: tombstoned,
+      n_not_found: sent - tombstoned,
+    };
+  });
+}
+
+/** Deletes the rows P matches; the counts say how many went and how many a concurrent write took first. */
+export async function remove(
+  table: TableHandle,
+  predicate: string | undefined,
+): Promise<RowCounts & { version: number }> {
+  const checked = await checkPredicate(table.lance, predicate);
+  return table.writes.run(async () => {
+    const matched = await table.lance.countRows(checked);
+    if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
+    const deleted = await table.lance.delete(checked);
+    const tombstoned = Math.min(matched, deleted.numDeletedRows);
+    return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
+  });
+}

@@ -1,0 +1,70 @@
+import type { RecordBatch, Schema } from 'apache-arrow';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { arrow } from '../arrow/arrow.js';
+import { rowsToJson } from '../arrow/to-json.js';
+import { ARROW_STREAM } from '../contract/rows.js';
+import { ApiError } from '../errors.js';
+
+export const JSON_TYPE = 'application/json';
+
+interface MediaRange {
+  type: string;
+  q: number;
+  order: number;
+}
+
+function parseAccept(header: string): MediaRange[] {
+  return header
+    .split(',')
+    .map((part, order) => {
+      const [type = '', ...params] = part.trim().split(';');
+      const q = params.map((p) => /^\s*q=([\d.]+)\s*$/.exec(p)?.[1]).find((v) => v !== undefined);
+      return { type: type.trim().toLowerCase(), q: q === undefined ? 1 : Number(q), order };
+    })
+    .filter((range) => range.type !== '');
+}
+
+function matches(range: string, offered: string): boolean {
+  if (range === '*/*' || range === offered) return true;
+  return range.endsWith('/*') && offered.startsWith(range.slice(0, -1));
+}
+
+/**
+ * The encoding to answer with: the offered type the `Accept` header ranks highest (the first offered wins
+ * ties and a missing header); 406 when it allows none of them.
+ */
+export function negotiate(req: FastifyRequest, offered: readonly string[]): string {
+  const header = req.headers.accept;
+  if (header === undefined || header.trim() === '') return offered[0] as string;
+  const ranges = parseAccept(header);
+  let best: { type: string; q: number; specific: boolean } | undefined;
+  for (const type of offered) {
+    const fitting = ranges.filter((r) => matches(r.type, type));
+    if (fitting.length === 0) continue;
+    // The most specific range decides a type's quality (RFC 9110 §12.5.1).
+    const specific = fitting.find((r) => r.type === type) ?? fitting.find((r) => r.type !== '*/*') ?? fitting[0];
+    const q = specific?.q ?? 0;
+    if (q > 0 && (best === undefined || q > best.q)) best = { type, q, specific: specific?.type === type };
+  }
+  if (best === undefined) {
+    throw new ApiError(
+      406,
+      `Accept "${header}" allows none of the encodings this endpoint produces: ${offered.join(', ')}`,
+    );
+  }
+  return best.type;
+}
+
+export const ROW_ENCODINGS = [ARROW_STREAM, JSON_TYPE] as const;
+
+/** Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. */
+export function sendRows(
+  reply: FastifyReply,
+  encoding: string,
+  schema: Schema,
+  batches: readonly RecordBatch[],
+): FastifyReply {
+  if (encoding === JSON_TYPE) return reply.type(JSON_TYPE).send({ data: rowsToJson(batches) });
+  const table = new arrow.Table(schema, [...batches]);
+  return reply.type(ARROW_STREAM).send(Buffer.from(arrow.tableToIPC(table, 'stream')));
+}

@@ -1,0 +1,108 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import type { FastifyRequest } from 'fastify';
+import { ErrorBody } from '../../contract/common.js';
+import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody } from '../../contract/rows.js';
+import { DatabasePathParams } from '../../contract/tables.js';
+import type { RowsBody as Rows } from '../../engine/rows.js';
+import { BadRequest } from '../../errors.js';
+import { JSON_TYPE, negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
+import { withWorker } from '../guard.js';
+
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  404: ErrorBody,
+  406: ErrorBody,
+  409: ErrorBody,
+  413: ErrorBody,
+  415: ErrorBody,
+  503: ErrorBody,
+};
+const tags = ['Rows'];
+
+/** The body as the engine takes it; the content-type parsers already refused anything else (415). */
+function rowsOf(req: FastifyRequest): Rows {
+  if (Buffer.isBuffer(req.body)) return { kind: 'arrow', bytes: req.body };
+  const body = req.body as { data?: unknown[] } | undefined;
+  if (body?.data === undefined) {
+    throw new BadRequest(`send rows as application/json {"data": [...]} or as an ${ARROW_STREAM} body`);
+  }
+  return { kind: 'json', rows: body.data };
+}
+
+export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { ctx } = app;
+
+  app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  app.post(
+    '/v1/append/:database',
+    {
+      schema: {
+        tags,
+        summary: 'Append rows atomically; answers the rows as stored',
+        params: DatabasePathParams,
+        querystring: AppendQuery,
+        body: RowsBody,
+        response: errors,
+      },
+    },
+    async (req, reply) => {
+      const encoding = negotiate(req, ROW_ENCODINGS);
+      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
+        worker.append(req.query.table, rowsOf(req)),
+      );
+      void reply.header('x-strata-table-version', String(result.version));
+      return sendRows(reply, encoding, result.schema, result.rows);
+    },
+  );
+
+  app.post(
+    '/v1/update/:database',
+    {
+      schema: {
+        tags,
+        summary: 'Replace the rows a predicate matches, in one atomic commit',
+        params: DatabasePathParams,
+        querystring: PredicateQuery,
+        body: RowsBody,
+        response: { 200: RowCounts, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const encoding = negotiate(req, [JSON_TYPE, ARROW_STREAM]);
+      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
+        worker.replace(req.query.table, req.query.predicate, rowsOf(req)),
+      );
+      const counts = { matched: result.matched, n_tombstoned: result.n_tombstoned, n_not_found: result.n_not_found };
+      void reply.header('x-strata-table-version', String(result.version));
+      if (encoding === JSON_TYPE) return counts;
+      void reply.headers({
+        'x-strata-matched': String(counts.matched),
+        'x-strata-tombstoned': String(counts.n_tombstoned),
+        'x-strata-not-found': String(counts.n_not_found),
+      });
+      return sendRows(reply, encoding, result.schema, result.rows);
+    },
+  );
+
+  app.post(
+    '/v1/delete/:database',
+    {
+      schema: {
+        tags,
+        summary: 'Delete the rows a predicate matches',
+        params: DatabasePathParams,
+        querystring: PredicateQuery,
+        response: { 200: RowCounts, ...errors },
+      },
+    },
+    async (req, reply) => {
+      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
+        worker.remove(req.query.table, req.query.predicate),
+      );
+      void reply.header('x-strata-table-version', String(result.version));
+      return { matched: result.matched, n_tombstoned: result.n_tombstoned, n_not_found: result.n_not_found };
+    },
+  );
+};

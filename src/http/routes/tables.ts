@@ -1,0 +1,85 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ErrorBody } from '../../contract/common.js';
+import {
+  CreateTableBody,
+  DatabasePathParams,
+  DropTableBody,
+  DropTableReply,
+  ListTablesReply,
+  SchemaBody,
+  SchemaReply,
+  TableDescription,
+} from '../../contract/tables.js';
+import { schemaToIpc } from '../../engine/schema.js';
+import { withWorker } from '../guard.js';
+
+const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
+const tags = ['Tables'];
+
+export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
+  const { ctx } = app;
+
+  app.post(
+    '/v1/create_table/:database',
+    {
+      schema: {
+        tags,
+        summary: 'Create a table with a schema and optional FTS and vector indexes',
+        params: DatabasePathParams,
+        body: CreateTableBody,
+        response: { 200: TableDescription, ...errors },
+      },
+    },
+    async (req) => withWorker(ctx, req.accountId, req.params.database, (worker) => worker.tables.create(req.body)),
+  );
+
+  app.post(
+    '/v1/drop_table/:database',
+    {
+      schema: {
+        tags,
+        summary: 'Drop a table (purge=true also deletes its files)',
+        params: DatabasePathParams,
+        body: DropTableBody,
+        response: { 200: DropTableReply, ...errors },
+      },
+    },
+    async (req) =>
+      withWorker(ctx, req.accountId, req.params.database, (worker) =>
+        worker.tables.drop(req.body.table_name, req.body.purge ?? false),
+      ),
+  );
+
+  app.post(
+    '/v1/schema/:database',
+    {
+      schema: {
+        tags,
+        summary: "A table's schema as column descriptors or a schema-only Arrow IPC stream",
+        params: DatabasePathParams,
+        body: SchemaBody,
+        response: { 200: SchemaReply, ...errors },
+      },
+    },
+    async (req) => {
+      const table = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
+        worker.tables.describe(req.body.table_name),
+      );
+      return req.body.encoding === 'ipc' ? { schema_ipc: schemaToIpc(table.stored) } : table.schema;
+    },
+  );
+
+  const listTables = {
+    schema: {
+      tags,
+      summary: 'List tables with row counts',
+      params: DatabasePathParams,
+      response: { 200: ListTablesReply, ...errors },
+    },
+  };
+  const list = async (req: { accountId: string; params: { database: string } }) => ({
+    tables: await withWorker(ctx, req.accountId, req.params.database, (worker) => worker.tables.list()),
+  });
+  app.post('/v1/list_tables/:database', listTables, list);
+  app.get('/v1/list_tables/:database', listTables, list);
+};

@@ -1,0 +1,58 @@
+import { join } from 'node:path';
+import type { Binding } from './binding.js';
+import { prefixSegments } from './binding.js';
+import { LocalObjects } from './local.js';
+import { asStorageError } from './objects.js';
+import { bucketsDir, openObjects, type StorageEnv } from './open.js';
+import { bindingCredentials } from './s3.js';
+
+/** Where a database's Lance datasets live and how Lance reaches them. */
+export interface LanceLocation {
+  /** The folder (or s3:// URI) holding `<table_id>.lance` datasets. */
+  uri: string;
+  storageOptions: Record<string, string>;
+  /** When the credentials in `storageOptions` stop working; the worker reconnects before then. */
+  expiresAtMs: number | undefined;
+  /** How responses name a dataset's location, without server paths: `s3://…` or `local://bucket/…`. */
+  publicUri: string;
+}
+
+export const TABLES_PREFIX = 'tables';
+
+export async function lanceLocation(binding: Binding, env: StorageEnv, sessionName: string): Promise<LanceLocation> {
+  const tail = [...prefixSegments(binding.prefix), TABLES_PREFIX];
+  if (binding.provider === 'local') {
+    const objects = new LocalObjects(bucketsDir(env), binding);
+    // Creates the folder and proves no part of the path is a link, as verification did.
+    await objects.checkCredentials();
+    return {
+      uri: join(bucketsDir(env), binding.bucket, ...tail),
+      storageOptions: {},
+      expiresAtMs: undefined,
+      publicUri: `local://${[binding.bucket, ...tail].join('/')}`,
+    };
+  }
+  await openObjects(binding, env, sessionName); // re-checks the endpoint
+  const provider = bindingCredentials(binding, env.aws, sessionName);
+  const options: Record<string, string> = { aws_region: binding.region };
+  let expiresAtMs: number | undefined;
+  if (provider !== undefined) {
+    try {
+      const creds = await provider();
+      options.aws_access_key_id = creds.accessKeyId;
+      options.aws_secret_access_key = creds.secretAccessKey;
+      if (creds.sessionToken !== undefined) options.aws_session_token = creds.sessionToken;
+      expiresAtMs = creds.expiration?.getTime();
+    } catch (err) {
+      throw asStorageError(err);
+    }
+  }
+  if (binding.endpoint !== null) {
+    options.aws_endpoint = binding.endpoint;
+    options.aws_virtual_hosted_style_request = 'false';
+    if (binding.endpoint.startsWith('http://')) options.allow_http = 'true';
+  }
+  if (binding.requesterPays) options.aws_request_payer = 'true';
+  const uri = `s3://${[binding.bucket, ...tail].join('/')}`;
+  return { uri, storageOptions: options, expiresAtMs, publicUri: uri };
+}
