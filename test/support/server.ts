@@ -43,7 +43,7 @@ export function client(url: string, authorization: string | undefined): Client {
     if (authorization !== undefined) (init.headers as Record<string, string>).authorization = authorization;
     if (body !== undefined) {
       (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-      init.body = typeof body === 'string' ? body : JSON.stringify(body);
+      init.body = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
     }
     const res = await fetch(`${url}${path}`, init);
     const text = await res.text();

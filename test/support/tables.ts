@@ -1,0 +1,79 @@
+import { join } from 'node:path';
+import { connect } from '@lancedb/lancedb';
+import type { RecordBatch, Table } from 'apache-arrow';
+import { arrow } from '../../src/arrow/arrow.js';
+import { type JsonValue, rowsToJson } from '../../src/arrow/to-json.js';
+import { ROW_KEY } from '../../src/engine/schema.js';
+import type { Client, Reply, TestServer } from './server.js';
+
+export type Row = Record<string, JsonValue>;
+
+export const ARROW = 'application/vnd.apache.arrow.stream';
+
+/** An HTTP client for the tables and rows of one database. */
+export function tablesOf(api: Client, database: string) {
+  const json = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
+    api.request(method, path, body, headers);
+  const q = (table: string, predicate?: string) =>
+    `?table=${encodeURIComponent(table)}${predicate === undefined ? '' : `&predicate=${encodeURIComponent(predicate)}`}`;
+  return {
+    create: (body: Record<string, unknown>) => json('POST', `/v1/create_table/${database}`, body),
+    drop: (table_name: string, purge?: boolean) =>
+      json('POST', `/v1/drop_table/${database}`, purge === undefined ? { table_name } : { table_name, purge }),
+    schema: (table_name: string, encoding?: string) =>
+      json('POST', `/v1/schema/${database}`, encoding === undefined ? { table_name } : { table_name, encoding }),
+    list: () => api.get<{ tables: { table_name: string; num_rows: number }[] }>(`/v1/list_tables/${database}`),
+    append: (table: string, data: unknown[]) =>
+      json('POST', `/v1/append/${database}${q(table)}`, { data }, { accept: 'application/json' }) as Promise<
+        Reply<{ data: Row[]; error?: string }>
+      >,
+    appendArrow: async (table: string, ipc: Uint8Array, accept = 'application/json') =>
+      arrowPost(api, `/v1/append/${database}${q(table)}`, ipc, accept),
+    update: (table: string, predicate: string | undefined, data: unknown[], accept = 'application/json') =>
+      json('POST', `/v1/update/${database}${q(table, predicate)}`, { data }, { accept }),
+    remove: (table: string, predicate?: string) => json('POST', `/v1/delete/${database}${q(table, predicate)}`),
+    count: async (table: string) =>
+      (
+        await api.get<{ tables: { table_name: string; num_rows: number }[] }>(`/v1/list_tables/${database}`)
+      ).json.tables.find((t) => t.table_name === table)?.num_rows,
+  };
+}
+
+async function arrowPost(api: Client, path: string, ipc: Uint8Array, accept: string) {
+  return api.request('POST', path, ipc, { 'content-type': ARROW, accept });
+}
+
+/** Arrow IPC stream bytes of a table. */
+export const ipcOf = (table: Table | RecordBatch[]): Uint8Array =>
+  arrow.tableToIPC(Array.isArray(table) ? new arrow.Table(table) : table, 'stream');
+
+/**
+ * Every row of a table in row order, read straight from its Lance dataset in the bucket, as a customer
+ * could: the test does not trust the service to report its own writes.
+ */
+export async function readTable(strata: TestServer, account: string, database: string, table: string): Promise<Row[]> {
+  const store = strata.app.ctx.store;
+  const acct = await store.ensureAccount(account);
+  const db = await store.findDatabase(acct.id, database);
+  if (db === undefined || db.binding.provider !== 'local') throw new Error(`no local database ${database}`);
+  const record = await store.findTable(db.id, table);
+  if (record === undefined) throw new Error(`no table ${table}`);
+  const dir = join(
+    strata.dataDir,
+    'buckets',
+    db.binding.bucket,
+    ...db.binding.prefix.split('/').filter(Boolean),
+    'tables',
+  );
+  const connection = await connect(dir);
+  const lance = await connection.openTable(record.tableId);
+  try {
+    const rows = rowsToJson(await lance.query().toArrow());
+    rows.sort((a, b) => Number(a[ROW_KEY]) - Number(b[ROW_KEY]));
+    for (const row of rows) delete row[ROW_KEY];
+    return rows;
+  } finally {
+    lance.close();
+    connection.close();
+  }
+}
