@@ -19,7 +19,8 @@ export const JsonRows = Type.Object(
 export const RowsBody = {
   content: {
     'application/json': { schema: JsonRows },
-    [ARROW_STREAM]: { schema: { type: 'string', format: 'binary', description: 'Arrow IPC stream' } },
+    // Bytes are checked by the Arrow reader, which names the column and row at fault.
+    [ARROW_STREAM]: { schema: { description: 'Arrow IPC stream of one or more record batches' } },
   },
 };
 

@@ -15,6 +15,10 @@ export interface Reply<T = Record<string, unknown>> {
 }
 
 export interface Client {
+  /** The Authorization header this client sends (empty when none). */
+  auth: Record<string, string>;
+  /** The raw fetch response, for bodies that are not JSON. */
+  raw(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Response>;
   request<T = Record<string, unknown>>(
     method: string,
     path: string,
@@ -38,14 +42,18 @@ export interface TestServer {
 }
 
 export function client(url: string, authorization: string | undefined): Client {
-  const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
-    const init: RequestInit = { method, headers: { ...headers } };
-    if (authorization !== undefined) (init.headers as Record<string, string>).authorization = authorization;
+  const auth: Record<string, string> = authorization === undefined ? {} : { authorization };
+  const raw = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const all: Record<string, string> = { ...auth, ...headers };
+    const init: RequestInit = { method, headers: all };
     if (body !== undefined) {
-      (init.headers as Record<string, string>)['content-type'] ??= 'application/json';
-      init.body = typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body);
+      all['content-type'] ??= 'application/json';
+      init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as BodyInit) : JSON.stringify(body);
     }
-    const res = await fetch(`${url}${path}`, init);
+    return fetch(`${url}${path}`, init);
+  };
+  const request = async <T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const res = await raw(method, path, body, headers);
     const text = await res.text();
     let json: unknown = {};
     if (text !== '') {
@@ -58,6 +66,8 @@ export function client(url: string, authorization: string | undefined): Client {
     return { status: res.status, headers: res.headers, json: json as T };
   };
   return {
+    auth,
+    raw,
     request,
     get: (path) => request('GET', path),
     post: (path, body) => request('POST', path, body),
