@@ -63,8 +63,14 @@ const KINDS: Record<string, ColumnKind> = {
   }),
   f32: scalar('f32', { valid: fc.float().map(canonicalFloat), invalid: fc.constantFrom('inf', {}, false) }),
   f64: scalar('f64', { valid: fc.double().map(canonicalFloat), invalid: fc.constantFrom('x', [], true) }),
-  utf8: scalar('utf8', { valid: fc.string({ unit: 'binary', maxLength: 30 }), invalid: fc.constantFrom(5, true, ['a']) }),
-  large_utf8: scalar('large_utf8', { valid: fc.string({ unit: 'binary', maxLength: 30 }), invalid: fc.constantFrom(0, {}) }),
+  utf8: scalar('utf8', {
+    valid: fc.string({ unit: 'binary', maxLength: 30 }),
+    invalid: fc.constantFrom(5, true, ['a']),
+  }),
+  large_utf8: scalar('large_utf8', {
+    valid: fc.string({ unit: 'binary', maxLength: 30 }),
+    invalid: fc.constantFrom(0, {}),
+  }),
   binary: scalar('binary', {
     valid: fc.uint8Array({ maxLength: 24 }).map((b) => Buffer.from(b).toString('base64')),
     invalid: fc.constantFrom('***', 'abc', 12),
@@ -74,7 +80,9 @@ const KINDS: Record<string, ColumnKind> = {
     invalid: fc.constantFrom('a=b', 1),
   }),
   date32: scalar('date32', {
-    valid: fc.integer({ min: MS_MIN / 86_400_000, max: MS_MAX / 86_400_000 }).map((d) => new Date(d * 86_400_000).toISOString().slice(0, 10)),
+    valid: fc
+      .integer({ min: MS_MIN / 86_400_000, max: MS_MAX / 86_400_000 })
+      .map((d) => new Date(d * 86_400_000).toISOString().slice(0, 10)),
     invalid: fc.constantFrom('2023-02-29', '2024-1-1', 19000, 'today'),
   }),
   timestamp_ms: scalar('timestamp_ms', {
@@ -103,11 +111,21 @@ const kindNames = Object.keys(KINDS);
 
 /** A table of 1–5 columns of random kinds, and rows of canonical values for it. */
 const tableAndRows = fc
-  .uniqueArray(fc.tuple(fc.constantFrom(...kindNames), fc.boolean()), { minLength: 1, maxLength: 5, selector: ([k]) => k })
+  .uniqueArray(fc.tuple(fc.constantFrom(...kindNames), fc.boolean()), {
+    minLength: 1,
+    maxLength: 5,
+    selector: ([k]) => k,
+  })
   .chain((columns) => {
-    const named = columns.map(([kind, nullable], i) => ({ name: `c${i}_${kind}`, kind: KINDS[kind] as ColumnKind, nullable }));
+    const named = columns.map(([kind, nullable], i) => ({
+      name: `c${i}_${kind}`,
+      kind: KINDS[kind] as ColumnKind,
+      nullable,
+    }));
     const row = fc.record(
-      Object.fromEntries(named.map((c) => [c.name, c.nullable ? fc.option(c.kind.valid, { nil: null }) : c.kind.valid])),
+      Object.fromEntries(
+        named.map((c) => [c.name, c.nullable ? fc.option(c.kind.valid, { nil: null }) : c.kind.valid]),
+      ),
     );
     return fc.tuple(fc.constant(named), fc.array(row, { minLength: 1, maxLength: 12 }));
   });
@@ -131,7 +149,7 @@ describe('rows round-trip unchanged (property)', () => {
 
         expect(await readTable(strata, 'acme', 'prop', name)).toEqual(rows);
       }),
-      { numRuns: 25 },
+      { numRuns: 60 },
     );
   });
 
@@ -153,7 +171,7 @@ describe('rows round-trip unchanged (property)', () => {
         expect(res.json.error).toMatch(new RegExp(`^row ${at}, column "${column.name}(\\[\\])?"`));
         expect(await db.count(name)).toBe(rows.length);
       }),
-      { numRuns: 25 },
+      { numRuns: 60 },
     );
   });
 });
