@@ -5,6 +5,7 @@ import { assumeRoleCredentials } from '../src/storage/credentials.js';
 import { type LocalS3, S3RVER_KEY, startS3 } from './support/s3.js';
 import { type Client, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
 import { type StsDouble, startStsDouble } from './support/sts-double.js';
+import { tablesOf } from './support/tables.js';
 
 const ROLE = 'arn:aws:iam::123456789012:role/strata-reader';
 const DENIED_ROLE = 'arn:aws:iam::123456789012:role/not-trusted';
@@ -177,6 +178,52 @@ describe('the s3 provider against a real S3 protocol server', () => {
     expect(res.json).toEqual({ name: 'payer', purged: true });
     const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/payer/' }));
     expect((left.Contents ?? []).map((o) => o.Key)).toEqual(['tenants/payer/customer-own.csv']);
+  });
+});
+
+describe('tables and rows on the s3 provider', () => {
+  test('create, append, update, delete and drop with purge go through the S3 protocol', async () => {
+    await s3Database('lake');
+    expect((await api.post('/v1/databases/lake/storage/verify')).status).toBe(200);
+    await eventually(
+      () => stateOf(api, 'lake'),
+      (s) => s === 'active',
+    );
+    const lake = tablesOf(api, 'lake');
+
+    const created = await lake.create({
+      table_name: 'docs',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: 2 },
+      ],
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'cosine' }] },
+    });
+    expect(created.status).toBe(200);
+
+    const appended = await lake.append('docs', [
+      { id: 1, body: 'alpha', emb: [1, 0] },
+      { id: 2, body: 'beta', emb: [0, 1] },
+      { id: 3, body: 'gamma', emb: [1, 1] },
+    ]);
+    expect(appended.status).toBe(200);
+    expect(appended.json.data).toHaveLength(3);
+
+    const updated = await lake.update('docs', 'id = 2', [{ id: 2, body: 'beta two', emb: [0, 2] }]);
+    expect(updated.json).toEqual({ matched: 1, n_tombstoned: 1, n_not_found: 0 });
+    const deleted = await lake.remove('docs', 'id = 3');
+    expect(deleted.json).toEqual({ matched: 1, n_tombstoned: 1, n_not_found: 0 });
+    expect(await lake.count('docs')).toBe(2);
+
+    const listed = await admin.send(
+      new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/tables/' }),
+    );
+    expect((listed.Contents ?? []).length).toBeGreaterThan(0);
+    const dropped = await lake.drop('docs', true);
+    expect(dropped.json.location).toMatch(/^s3:\/\/strata-test\/tenants\/lake\/tables\/t_[0-9a-f]{32}\.lance$/);
+    const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/tables/' }));
+    expect(left.Contents ?? []).toEqual([]);
   });
 });
 
