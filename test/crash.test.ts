@@ -119,10 +119,11 @@ test(`updates killed with SIGKILL ${KILLS} times leave every row set wholly old 
     let running = true;
     const writer = async (group: number) => {
       while (running) {
-        const gen = ++attempted[group];
-        const res = await api.update('ledger', `grp = ${group}`, rowsOf(group, gen as number)).catch(() => undefined);
+        const gen = (attempted[group] ?? 0) + 1;
+        attempted[group] = gen;
+        const res = await api.update('ledger', `grp = ${group}`, rowsOf(group, gen)).catch(() => undefined);
         if (res?.status === 200) {
-          acknowledged[group] = gen as number;
+          acknowledged[group] = gen;
           acks++;
         } else if (res !== undefined) {
           throw new Error(`update answered ${res.status}: ${JSON.stringify(res.json)}`);
