@@ -1,19 +1,20 @@
 /**
  * npm run bench:write — rows/s of appends over HTTP (Arrow and JSON bodies, 10k-row requests) beside the same
  * batches added in-process with LanceDB `add()`, and the latency of replacing one row by key.
- * Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000), BENCH_UPDATES (200).
+ * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
+ * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
+ * BENCH_UPDATES (200).
  */
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
-import { loadConfig } from '../src/config.js';
-import { issueKey } from '../src/control/keys.js';
-import { SqliteControlStore } from '../src/control/sqlite.js';
-import { buildApp } from '../src/http/app.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
@@ -62,12 +63,20 @@ function makeBatches(): RecordBatch[] {
         child: arrow.makeData({ type: new arrow.Float32(), length: n * DIM, nullCount: 0, data: flat }),
       }),
     );
-    const table = new arrow.Table({
-      id: arrow.makeVector(ids),
-      text: arrow.vectorFromArray(texts, new arrow.Utf8()),
-      vec,
+    // The table's own schema, field for field, as a client that read `schema?encoding=ipc` would send.
+    const schema = new arrow.Schema([
+      new arrow.Field('id', new arrow.Int64(), false),
+      new arrow.Field('text', new arrow.Utf8(), true),
+      new arrow.Field('vec', vecType, true),
+    ]);
+    const columns = [arrow.makeVector(ids), arrow.vectorFromArray(texts, new arrow.Utf8()), vec];
+    const data = arrow.makeData({
+      type: new arrow.Struct(schema.fields),
+      length: n,
+      nullCount: 0,
+      children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
     });
-    batches.push(...table.batches);
+    batches.push(new arrow.RecordBatch(schema, data));
   }
   return batches;
 }
@@ -77,20 +86,50 @@ const percentile = (sorted: number[], p: number) =>
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-'));
-  const store = new SqliteControlStore(join(dataDir, 'control.sqlite'));
-  const { secret } = await issueKey(store, 'bench');
-  const app = await buildApp({ config: loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_LOG_LEVEL: 'warn' }), store });
-  await app.listen({ host: '127.0.0.1', port: 0 });
-  const address = app.server.address();
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  const url = `http://127.0.0.1:${address.port}`;
-  const auth = { authorization: `Bearer ${secret}` };
-  const post = async (path: string, body: BodyInit | undefined, headers: Record<string, string>) => {
-    const res = await fetch(`${url}${path}`, { method: 'POST', headers: { ...auth, ...headers }, body });
-    const bytes = await res.arrayBuffer();
-    if (!res.ok) throw new Error(`${path}: ${res.status} ${Buffer.from(bytes).toString()}`);
-    return res;
+  const secret = `sk_${randomBytes(32).toString('base64url')}`;
+  const port = 18000 + Math.floor(Math.random() * 1000);
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  const server = spawn(
+    process.execPath,
+    ['dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
+    {
+      env: { ...process.env, STRATA_BOOTSTRAP_KEY: secret },
+      stdio: 'inherit',
+    },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (
+    let i = 0;
+    i < 400 &&
+    !(await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    ));
+    i++
+  ) {
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  const serverRss = async () => {
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
   };
+  const auth = { authorization: `Bearer ${secret}` };
+  // node:http rather than fetch: undici's fetch spends longer on a 16 MB body than the server does.
+  const agent = new Agent({ keepAlive: true });
+  const post = (path: string, body: Uint8Array | string | undefined, headers: Record<string, string>) =>
+    new Promise<void>((resolve, reject) => {
+      const req = request(`${url}${path}`, { method: 'POST', agent, headers: { ...auth, ...headers } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () =>
+          res.statusCode === 200 || res.statusCode === 201
+            ? resolve()
+            : reject(new Error(`${path}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`)),
+        );
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
   const json = { 'content-type': 'application/json' };
 
   await post('/v1/databases', JSON.stringify({ name: 'bench', storage: { provider: 'local', bucket: 'bench' } }), json);
@@ -112,7 +151,7 @@ async function main(): Promise<void> {
 
   console.log(`generating ${ROWS} rows × (i64, ~20-word utf8, ${DIM}-d f32 vector) in ${BATCH}-row batches…`);
   const batches = makeBatches();
-  const ipcBodies = batches.map((b) => arrow.tableToIPC(new arrow.Table([b]), 'stream') as BodyInit);
+  const ipcBodies = batches.map((b) => arrow.tableToIPC(new arrow.Table([b]), 'stream'));
   const jsonBodies = batches.map((b) => JSON.stringify({ data: rowsToJson([b]) }));
 
   const time = async (run: () => Promise<void>) => {
@@ -124,6 +163,17 @@ async function main(): Promise<void> {
   const arrowSeconds = await time(async () => {
     for (const body of ipcBodies)
       await post('/v1/append/bench?table=via_arrow', body, { 'content-type': ARROW, accept: ARROW });
+  });
+  // Two requests in flight, as a loader would send them: one is received and parsed while the other commits.
+  await post('/v1/create_table/bench', JSON.stringify({ table_name: 'via_arrow_2', schema }), json);
+  const pipelinedSeconds = await time(async () => {
+    let next = 0;
+    const lane = async () => {
+      for (let body = ipcBodies[next++]; body !== undefined; body = ipcBodies[next++]) {
+        await post('/v1/append/bench?table=via_arrow_2', body, { 'content-type': ARROW, accept: ARROW });
+      }
+    };
+    await Promise.all([lane(), lane()]);
   });
   const jsonSeconds = await time(async () => {
     for (const body of jsonBodies) await post('/v1/append/bench?table=via_json', body, { ...json, accept: ARROW });
@@ -157,22 +207,25 @@ async function main(): Promise<void> {
     batch: BATCH,
     dim: DIM,
     http_arrow_rows_per_s: Math.round(ROWS / arrowSeconds),
+    http_arrow_2_in_flight_rows_per_s: Math.round(ROWS / pipelinedSeconds),
     http_json_rows_per_s: Math.round(ROWS / jsonSeconds),
     in_process_add_rows_per_s: Math.round(ROWS / nativeSeconds),
     ratio_http_arrow_vs_in_process: Number((nativeSeconds / arrowSeconds).toFixed(3)),
+    ratio_http_arrow_2_in_flight_vs_in_process: Number((nativeSeconds / pipelinedSeconds).toFixed(3)),
     ratio_http_json_vs_in_process: Number((nativeSeconds / jsonSeconds).toFixed(3)),
     update_one_row_ms: {
       p50: Number(percentile(latencies, 50).toFixed(2)),
       p99: Number(percentile(latencies, 99).toFixed(2)),
       n: UPDATES,
     },
-    rss_mb: Math.round(process.memoryUsage().rss / 2 ** 20),
+    server_rss_mb: await serverRss(),
   };
   console.log(JSON.stringify(results, null, 2));
   writeFileSync(join(import.meta.dirname, 'results', 'write.json'), `${JSON.stringify(results, null, 2)}\n`);
   native.close();
   db.close();
-  await app.close();
+  server.kill('SIGTERM');
+  await new Promise((resolve) => server.once('exit', resolve));
   rmSync(dataDir, { recursive: true, force: true });
 }
 

@@ -1,6 +1,4 @@
-import type { Table as LanceTable } from '@lancedb/lancedb';
 import { BadRequest } from '../errors.js';
-import { ROW_KEY } from './schema.js';
 
 /**
  * Identifiers outside string literals: bare words and back-quoted names. Used only to keep the service's own
@@ -29,8 +27,8 @@ export function engineMessage(err: unknown): string {
     .split('\n')[0] as string;
 }
 
-/** A user predicate checked before anything runs: present, about user columns only, and accepted by Lance. */
-export async function checkPredicate(table: LanceTable, predicate: string | undefined): Promise<string> {
+/** A user predicate as given: present, and about user columns only (Lance checks the rest). */
+export function checkPredicate(predicate: string | undefined): string {
   if (predicate === undefined || predicate.trim() === '') {
     throw new BadRequest('predicate is required (to match every row, send predicate=true)');
   }
@@ -38,10 +36,17 @@ export async function checkPredicate(table: LanceTable, predicate: string | unde
   if (reserved !== undefined) {
     throw new BadRequest(`predicate: no column named "${reserved}" (names starting with _ are reserved)`);
   }
+  return predicate;
+}
+
+/**
+ * Runs the first read that uses a predicate, turning Lance's refusal of it (unknown column, syntax, types)
+ * into a 400 with Lance's message. Nothing is written before this read, so a bad predicate changes nothing.
+ */
+export async function readingPredicate<T>(read: () => Promise<T>): Promise<T> {
   try {
-    await table.query().where(predicate).select([ROW_KEY]).limit(1).toArray();
+    return await read();
   } catch (err) {
     throw new BadRequest(`predicate: ${engineMessage(err)}`);
   }
-  return predicate;
 }

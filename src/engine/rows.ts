@@ -49,8 +49,22 @@ export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordB
   }
 }
 
+/** Rows ready to write, and the body itself when it already is exactly those rows as an IPC stream. */
+export interface ParsedRows {
+  batches: RecordBatch[];
+  /** Set when the body's schema is the table's, field for field: the reply can echo it unchanged. */
+  stream?: Uint8Array;
+}
+
+const sameSchema = (a: Schema, b: Schema): boolean =>
+  a.fields.length === b.fields.length &&
+  a.fields.every((f, i) => {
+    const g = b.fields[i];
+    return g !== undefined && f.name === g.name && f.nullable === g.nullable && String(f.type) === String(g.type);
+  });
+
 /** An Arrow IPC stream → batches of the table's columns, matched by name, cast only without loss. */
-export function batchesFromArrow(schema: Schema, bytes: Uint8Array): RecordBatch[] {
+export function batchesFromArrow(schema: Schema, bytes: Uint8Array): ParsedRows {
   let batches: RecordBatch[];
   let bodySchema: Schema;
   try {
@@ -73,7 +87,7 @@ export function batchesFromArrow(schema: Schema, bytes: Uint8Array): RecordBatch
     }
   }
   let rowBase = 0;
-  return batches.map((batch) => {
+  const converted = batches.map((batch) => {
     try {
       const columns = schema.fields.map((field) => {
         const at = present.get(field.name);
@@ -89,8 +103,9 @@ export function batchesFromArrow(schema: Schema, bytes: Uint8Array): RecordBatch
       return rowError(err, rowBase);
     }
   });
+  return sameSchema(bodySchema, schema) ? { batches: converted, stream: bytes } : { batches: converted };
 }
 
-export function batchesFromBody(schema: Schema, body: RowsBody): RecordBatch[] {
-  return body.kind === 'json' ? [batchFromJson(schema, body.rows)] : batchesFromArrow(schema, body.bytes);
+export function parseRows(schema: Schema, body: RowsBody): ParsedRows {
+  return body.kind === 'json' ? { batches: [batchFromJson(schema, body.rows)] } : batchesFromArrow(schema, body.bytes);
 }

@@ -2,8 +2,8 @@ import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { Conflict } from '../errors.js';
 import type { CatalogStore } from './catalog.js';
-import { checkPredicate } from './predicate.js';
-import { batchesFromBody, batchOf, type RowsBody } from './rows.js';
+import { checkPredicate, readingPredicate } from './predicate.js';
+import { batchOf, parseRows, type RowsBody } from './rows.js';
 import { ROW_KEY, storedSchema } from './schema.js';
 import type { TableHandle } from './tables.js';
 
@@ -11,6 +11,8 @@ export interface WriteResult {
   /** The rows as stored (the user's columns), and their schema. */
   rows: RecordBatch[];
   schema: Schema;
+  /** The same rows already as an IPC stream, when the body was exactly that. */
+  stream?: Uint8Array;
   version: number;
 }
 
@@ -36,14 +38,14 @@ const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n
 
 /** Appends all rows in one commit, or none (API.md §5). */
 export async function append(catalog: CatalogStore, table: TableHandle, body: RowsBody): Promise<WriteResult> {
-  const rows = batchesFromBody(table.schema, body);
+  const { batches: rows, stream } = parseRows(table.schema, body);
   const n = rowCount(rows);
   return table.writes.run(async () => {
-    if (n === 0) return { rows, schema: table.schema, version: await table.lance.version() };
+    if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
     const result = await table.lance.add(new arrow.Table(withRowKeys(table, rows, keys)));
-    return { rows, schema: table.schema, version: result.version };
+    return { rows, stream, schema: table.schema, version: result.version };
   });
 }
 
@@ -73,11 +75,11 @@ export async function replace(
   predicate: string | undefined,
   body: RowsBody,
 ): Promise<WriteResult & RowCounts> {
-  const rows = batchesFromBody(table.schema, body);
+  const { batches: rows, stream } = parseRows(table.schema, body);
   const sent = rowCount(rows);
-  const checked = await checkPredicate(table.lance, predicate);
+  const checked = checkPredicate(predicate);
   return table.writes.run(async () => {
-    const keys = await matchedKeys(table, checked);
+    const keys = await readingPredicate(() => matchedKeys(table, checked));
     if (keys.length !== sent) {
       throw new Conflict(
         `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
@@ -86,6 +88,7 @@ export async function replace(
     if (sent === 0) {
       return {
         rows,
+        stream,
         schema: table.schema,
         version: await table.lance.version(),
         matched: 0,
@@ -100,6 +103,7 @@ export async function replace(
     const tombstoned = merged.numUpdatedRows;
     return {
       rows,
+      stream,
       schema: table.schema,
       version: merged.version,
       matched: sent,
@@ -114,9 +118,9 @@ export async function remove(
   table: TableHandle,
   predicate: string | undefined,
 ): Promise<RowCounts & { version: number }> {
-  const checked = await checkPredicate(table.lance, predicate);
+  const checked = checkPredicate(predicate);
   return table.writes.run(async () => {
-    const matched = await table.lance.countRows(checked);
+    const matched = await readingPredicate(() => table.lance.countRows(checked));
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
     const deleted = await table.lance.delete(checked);
     const tombstoned = Math.min(matched, deleted.numDeletedRows);

@@ -57,14 +57,16 @@ export function negotiate(req: FastifyRequest, offered: readonly string[]): stri
 
 export const ROW_ENCODINGS = [ARROW_STREAM, JSON_TYPE] as const;
 
+/** Rows to answer with; `stream`, when given, is exactly those rows already encoded. */
+export interface RowsReply {
+  schema: Schema;
+  rows: readonly RecordBatch[];
+  stream?: Uint8Array;
+}
+
 /** Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. */
-export function sendRows(
-  reply: FastifyReply,
-  encoding: string,
-  schema: Schema,
-  batches: readonly RecordBatch[],
-): FastifyReply {
-  if (encoding === JSON_TYPE) return reply.type(JSON_TYPE).send({ data: rowsToJson(batches) });
-  const table = new arrow.Table(schema, [...batches]);
-  return reply.type(ARROW_STREAM).send(Buffer.from(arrow.tableToIPC(table, 'stream')));
+export function sendRows(reply: FastifyReply, encoding: string, result: RowsReply): FastifyReply {
+  if (encoding === JSON_TYPE) return reply.type(JSON_TYPE).send({ data: rowsToJson(result.rows) });
+  const bytes = result.stream ?? arrow.tableToIPC(new arrow.Table(result.schema, [...result.rows]), 'stream');
+  return reply.type(ARROW_STREAM).send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 }
