@@ -3,7 +3,7 @@
  * batches added in-process with LanceDB `add()`, and the latency of replacing one row by key.
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
  * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
- * BENCH_UPDATES (200).
+ * BENCH_UPDATES (200), BENCH_ROUNDS (3).
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -19,6 +19,7 @@ import { rowsToJson } from '../src/arrow/to-json.js';
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 200);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DIM = 384;
 const ARROW = 'application/vnd.apache.arrow.stream';
 
@@ -145,9 +146,6 @@ async function main(): Promise<void> {
     { name: 'text', type: 'utf8' },
     { name: 'vec', type: 'vector', dim: DIM },
   ];
-  for (const table of ['via_arrow', 'via_json']) {
-    await post('/v1/create_table/bench', JSON.stringify({ table_name: table, schema }), json);
-  }
 
   console.log(`generating ${ROWS} rows × (i64, ~20-word utf8, ${DIM}-d f32 vector) in ${BATCH}-row batches…`);
   const batches = makeBatches();
@@ -160,31 +158,43 @@ async function main(): Promise<void> {
     return (performance.now() - start) / 1000;
   };
 
-  const arrowSeconds = await time(async () => {
-    for (const body of ipcBodies)
-      await post('/v1/append/bench?table=via_arrow', body, { 'content-type': ARROW, accept: ARROW });
-  });
-  // Two requests in flight, as a loader would send them: one is received and parsed while the other commits.
-  await post('/v1/create_table/bench', JSON.stringify({ table_name: 'via_arrow_2', schema }), json);
-  const pipelinedSeconds = await time(async () => {
-    let next = 0;
-    const lane = async () => {
-      for (let body = ipcBodies[next++]; body !== undefined; body = ipcBodies[next++]) {
-        await post('/v1/append/bench?table=via_arrow_2', body, { 'content-type': ARROW, accept: ARROW });
-      }
-    };
-    await Promise.all([lane(), lane()]);
-  });
-  const jsonSeconds = await time(async () => {
-    for (const body of jsonBodies) await post('/v1/append/bench?table=via_json', body, { ...json, accept: ARROW });
-  });
+  const appendAll = async (table: string, bodies: readonly (Uint8Array | string)[], type: string, lanes: number) => {
+    await post('/v1/create_table/bench', JSON.stringify({ table_name: table, schema }), json);
+    return time(async () => {
+      let next = 0;
+      const lane = async () => {
+        for (let body = bodies[next++]; body !== undefined; body = bodies[next++]) {
+          await post(`/v1/append/bench?table=${table}`, body, { 'content-type': type, accept: ARROW });
+        }
+      };
+      await Promise.all(Array.from({ length: lanes }, lane));
+    });
+  };
+  const db = await connect(join(dataDir, 'in-process'));
+  const nativeAdd = async (round: number) => {
+    const native = await db.createEmptyTable(`native_${round}`, batches[0]?.schema ?? new arrow.Schema([]));
+    const seconds = await time(async () => {
+      for (const batch of batches) await native.add(new arrow.Table([batch]));
+    });
+    native.close();
+    return seconds;
+  };
 
-  const inProcessDir = join(dataDir, 'in-process');
-  const db = await connect(inProcessDir);
-  const native = await db.createEmptyTable('native', batches[0]?.schema ?? new arrow.Schema([]));
-  const nativeSeconds = await time(async () => {
-    for (const batch of batches) await native.add(new arrow.Table([batch]));
-  });
+  // Rounds interleave the three ways of writing, and medians are reported: this machine's timings wander.
+  const arrowRuns: number[] = [];
+  const pipelinedRuns: number[] = [];
+  const nativeRuns: number[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    arrowRuns.push(await appendAll(`via_arrow_${round}`, ipcBodies, ARROW, 1));
+    // Two requests in flight, as a loader would send them: one is received while the other commits.
+    pipelinedRuns.push(await appendAll(`via_arrow_2_${round}`, ipcBodies, ARROW, 2));
+    nativeRuns.push(await nativeAdd(round));
+  }
+  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+  const arrowSeconds = median(arrowRuns);
+  const pipelinedSeconds = median(pipelinedRuns);
+  const nativeSeconds = median(nativeRuns);
+  const jsonSeconds = await appendAll('via_json', jsonBodies, 'application/json', 1);
 
   const latencies: number[] = [];
   let seed = 7;
@@ -194,7 +204,7 @@ async function main(): Promise<void> {
     const row = { id, text: words(() => 0.5, 20), vec: Array.from({ length: DIM }, () => 0.25) };
     const start = performance.now();
     await post(
-      `/v1/update/bench?table=via_arrow&predicate=${encodeURIComponent(`id = ${id}`)}`,
+      `/v1/update/bench?table=via_arrow_0&predicate=${encodeURIComponent(`id = ${id}`)}`,
       JSON.stringify({ data: [row] }),
       json,
     );
@@ -205,6 +215,7 @@ async function main(): Promise<void> {
   const results = {
     rows: ROWS,
     batch: BATCH,
+    rounds: ROUNDS,
     dim: DIM,
     http_arrow_rows_per_s: Math.round(ROWS / arrowSeconds),
     http_arrow_2_in_flight_rows_per_s: Math.round(ROWS / pipelinedSeconds),
@@ -222,7 +233,6 @@ async function main(): Promise<void> {
   };
   console.log(JSON.stringify(results, null, 2));
   writeFileSync(join(import.meta.dirname, 'results', 'write.json'), `${JSON.stringify(results, null, 2)}\n`);
-  native.close();
   db.close();
   server.kill('SIGTERM');
   await new Promise((resolve) => server.once('exit', resolve));

@@ -11,6 +11,7 @@ export function nullData(type: DataType, n: number): Data {
   return builder.finish().flush();
 }
 
+// Arrow JS slices value and offset buffers along with Data: index them from 0; `offset` is for validity bits.
 const sameType = (a: DataType, b: DataType): boolean => a.typeId === b.typeId && String(a) === String(b);
 
 const isNumeric = (t: DataType) => t.typeId === Type.Int || t.typeId === Type.Float;
@@ -30,7 +31,7 @@ function firstNull(data: Data): number {
 
 /** The value at `i` of a numeric column as number or bigint (half floats decoded). */
 function numericAt(data: Data, i: number): number | bigint {
-  const raw = (data.values as ArrayLike<number | bigint>)[data.offset + i] as number | bigint;
+  const raw = (data.values as ArrayLike<number | bigint>)[i] as number | bigint;
   const type = data.type as DataType;
   if (type.typeId === Type.Float && (type as InstanceType<typeof arrow.Float>).precision === Precision.HALF) {
     return arrow.util.uint16ToFloat64(raw as number);
@@ -92,12 +93,12 @@ function copyBitmap(data: Data): Uint8Array | undefined {
 function castVariable(data: Data, target: DataType): Data {
   const n = data.length;
   const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-  const start = Number(offsets[data.offset]);
-  const end = Number(offsets[data.offset + n]);
+  const start = Number(offsets[0]);
+  const end = Number(offsets[n]);
   const large = target.typeId === Type.LargeUtf8 || target.typeId === Type.LargeBinary;
   const out = large ? new BigInt64Array(n + 1) : new Int32Array(n + 1);
   for (let i = 0; i <= n; i++) {
-    const v = Number(offsets[data.offset + i]) - start;
+    const v = Number(offsets[i]) - start;
     out[i] = (large ? BigInt(v) : v) as never;
   }
   const bytes = (data.values as Uint8Array).subarray(start, end);
@@ -120,7 +121,7 @@ function castTimestamp(data: Data, target: InstanceType<typeof arrow.Timestamp>,
   const values = data.values as BigInt64Array;
   for (let i = 0; i < n; i++) {
     if (!data.getValid(i)) continue;
-    const v = (values[data.offset + i] ?? 0n) * to;
+    const v = (values[i] ?? 0n) * to;
     if (v % from !== 0n) throw new ValueError(i, path, `timestamp cannot be stored in ${String(target)} without loss`);
     out[i] = v / from;
   }
@@ -171,11 +172,11 @@ export function castData(data: Data, target: Field, path: string = target.name):
   }
   if (to.typeId === Type.List && from.typeId === Type.List) {
     const offsets = data.valueOffsets as Int32Array;
-    const start = offsets[data.offset] ?? 0;
-    const end = offsets[data.offset + data.length] ?? 0;
+    const start = offsets[0] ?? 0;
+    const end = offsets[data.length] ?? 0;
     const childField = (to as InstanceType<typeof arrow.List>).children[0] as Field;
     const child = castData((data.children[0] as Data).slice(start, end - start), childField, `${path}[]`);
-    const rebased = Int32Array.from(offsets.subarray(data.offset, data.offset + data.length + 1), (o) => o - start);
+    const rebased = Int32Array.from(offsets.subarray(0, data.length + 1), (o) => o - start);
     return arrow.makeData({
       type: to as InstanceType<typeof arrow.List>,
       length: data.length,
@@ -225,17 +226,18 @@ function castToFixedList(data: Data, target: Field, path: string): Data {
     const width = (from as InstanceType<typeof arrow.FixedSizeList>).listSize;
     if (width !== size)
       throw new ValueError(0, path, `has ${width} items per row in the body; the column holds ${size}`);
-    child = (data.children[0] as Data).slice(data.offset * size, n * size);
+    const whole = data.children[0] as Data;
+    child = whole.length === n * size ? whole : whole.slice(0, n * size);
   } else {
     const offsets = data.valueOffsets as Int32Array;
     for (let i = 0; i < n; i++) {
-      const len = (offsets[data.offset + i + 1] ?? 0) - (offsets[data.offset + i] ?? 0);
+      const len = (offsets[i + 1] ?? 0) - (offsets[i] ?? 0);
       if (data.getValid(i) && len !== size)
         throw new ValueError(i, path, `has ${len} items; the column holds exactly ${size}`);
       if (!data.getValid(i) && len !== 0 && len !== size) throw new ValueError(i, path, `null row spans ${len} items`);
     }
-    const start = offsets[data.offset] ?? 0;
-    const end = offsets[data.offset + n] ?? 0;
+    const start = offsets[0] ?? 0;
+    const end = offsets[n] ?? 0;
     if (end - start !== n * size) {
       throw new ValueError(0, path, `null rows must hold no items or exactly ${size} to become a fixed-size list`);
     }

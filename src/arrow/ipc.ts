@@ -1,4 +1,4 @@
-import type { Schema } from 'apache-arrow';
+import type { Data, DataType, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from './arrow.js';
 
 /** A stream holding only `schema` (and the end-of-stream marker), as `schema_ipc` carries. */
@@ -20,4 +20,50 @@ export function streamHasBatches(bytes: Uint8Array): boolean {
     if (message.bodyLength > 0) reader.readMessageBody(message.bodyLength);
   }
   return false;
+}
+
+/** The validity bitmap of `data` re-based to bit 0, or undefined when nothing is null. */
+function rebasedBitmap(data: Data): Uint8Array | undefined {
+  if (data.nullCount === 0) return undefined;
+  const out = new Uint8Array(Math.ceil(data.length / 8));
+  for (let i = 0; i < data.length; i++) if (data.getValid(i)) out[i >> 3] = (out[i >> 3] ?? 0) | (1 << (i & 7));
+  return out;
+}
+
+/**
+ * Arrow JS cannot write a slice of a LargeUtf8/LargeBinary column (its offset rebasing mixes BigInt and
+ * number), so such slices are copied to start at zero; everything else passes through untouched.
+ */
+function writable(data: Data): Data {
+  const type = data.type as DataType;
+  if ((type.typeId === arrow.Type.LargeUtf8 || type.typeId === arrow.Type.LargeBinary) && data.offset !== 0) {
+    const offsets = data.valueOffsets as unknown as BigInt64Array;
+    const start = offsets[0] ?? 0n;
+    const end = offsets[data.length] ?? 0n;
+    return arrow.makeData({
+      type: type as never,
+      length: data.length,
+      nullCount: data.nullCount,
+      nullBitmap: rebasedBitmap(data),
+      valueOffsets: BigInt64Array.from(offsets.subarray(0, data.length + 1), (o) => o - start) as never,
+      data: (data.values as Uint8Array).slice(Number(start), Number(end)),
+    });
+  }
+  if (data.children.length === 0 || data.children.every((child) => writable(child as Data) === child)) return data;
+  return data.clone(
+    type,
+    data.offset,
+    data.length,
+    data.nullCount,
+    data.buffers,
+    data.children.map((c) => writable(c as Data)),
+  );
+}
+
+/** Batches Arrow JS's IPC writer can encode, whatever slicing produced them. */
+export function writableBatches(batches: readonly RecordBatch[]): RecordBatch[] {
+  return batches.map((batch) => {
+    const data = writable(batch.data as Data);
+    return data === batch.data ? batch : new arrow.RecordBatch(batch.schema, data as never);
+  });
 }

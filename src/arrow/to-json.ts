@@ -54,6 +54,8 @@ export function dataToJson(data: Data): JsonValue[] {
   const n = data.length;
   const out: JsonValue[] = new Array(n);
   const type = data.type as DataType;
+  // Arrow JS slices value and offset buffers when it slices Data; `offset` only still applies to validity
+  // bits and to bit-packed booleans. Children of fixed-size lists and structs are sliced with the parent.
   const off = data.offset;
   const values = data.values as ArrayLike<number | bigint> & { subarray?: unknown };
   const isValid = (i: number) => data.nullCount === 0 || data.getValid(i);
@@ -75,14 +77,14 @@ export function dataToJson(data: Data): JsonValue[] {
           out[i] = null;
           continue;
         }
-        const v = values[off + i] as number | bigint;
+        const v = values[i] as number | bigint;
         out[i] = typeof v === 'bigint' ? int64(v) : v;
       }
       return out;
     case Type.Float: {
       const half = (type as InstanceType<typeof arrow.Float>).precision === Precision.HALF;
       for (let i = 0; i < n; i++) {
-        const raw = values[off + i] as number;
+        const raw = values[i] as number;
         out[i] = isValid(i) ? float(half ? arrow.util.uint16ToFloat64(raw) : raw) : null;
       }
       return out;
@@ -99,7 +101,7 @@ export function dataToJson(data: Data): JsonValue[] {
           out[i] = null;
           continue;
         }
-        const slice = bytes.subarray(Number(offsets[off + i]), Number(offsets[off + i + 1]));
+        const slice = bytes.subarray(Number(offsets[i]), Number(offsets[i + 1]));
         out[i] = text
           ? decoder.decode(slice)
           : Buffer.from(slice.buffer, slice.byteOffset, slice.length).toString('base64');
@@ -110,16 +112,14 @@ export function dataToJson(data: Data): JsonValue[] {
       const width = (type as InstanceType<typeof arrow.FixedSizeBinary>).byteWidth;
       const bytes = data.values as Uint8Array;
       for (let i = 0; i < n; i++) {
-        out[i] = isValid(i)
-          ? Buffer.from(bytes.buffer, bytes.byteOffset + (off + i) * width, width).toString('base64')
-          : null;
+        out[i] = isValid(i) ? Buffer.from(bytes.buffer, bytes.byteOffset + i * width, width).toString('base64') : null;
       }
       return out;
     }
     case Type.Date: {
       const days = (type as InstanceType<typeof arrow.Date_>).unit === arrow.DateUnit.DAY;
       for (let i = 0; i < n; i++) {
-        const v = Number(values[off + i]);
+        const v = Number(values[i]);
         out[i] = isValid(i) ? new Date(days ? v * MS_PER_DAY : v).toISOString().slice(0, days ? 10 : 24) : null;
       }
       return out;
@@ -127,33 +127,31 @@ export function dataToJson(data: Data): JsonValue[] {
     case Type.Timestamp: {
       const unit = (type as InstanceType<typeof arrow.Timestamp>).unit;
       const stamps = data.values as BigInt64Array;
-      for (let i = 0; i < n; i++) out[i] = isValid(i) ? formatTimestamp(stamps[off + i] ?? 0n, unit) : null;
+      for (let i = 0; i < n; i++) out[i] = isValid(i) ? formatTimestamp(stamps[i] ?? 0n, unit) : null;
       return out;
     }
     case Type.Decimal: {
       const t = type as InstanceType<typeof arrow.Decimal>;
       const wordsPer = t.bitWidth / 32;
       for (let i = 0; i < n; i++) {
-        out[i] = isValid(i) ? decimalString(data.values as Uint32Array, off + i, wordsPer, t.scale) : null;
+        out[i] = isValid(i) ? decimalString(data.values as Uint32Array, i, wordsPer, t.scale) : null;
       }
       return out;
     }
     case Type.FixedSizeList: {
       const size = (type as InstanceType<typeof arrow.FixedSizeList>).listSize;
       const child = data.children[0] as Data;
-      const items = dataToJson(child.slice(off * size, n * size));
+      const items = dataToJson(child.length === n * size ? child : child.slice(0, n * size));
       for (let i = 0; i < n; i++) out[i] = isValid(i) ? items.slice(i * size, (i + 1) * size) : null;
       return out;
     }
     case Type.List: {
       const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-      const start = Number(offsets[off]);
+      const start = Number(offsets[0]);
       const child = data.children[0] as Data;
-      const items = dataToJson(child.slice(start, Number(offsets[off + n]) - start));
+      const items = dataToJson(child.slice(start, Number(offsets[n]) - start));
       for (let i = 0; i < n; i++) {
-        out[i] = isValid(i)
-          ? items.slice(Number(offsets[off + i]) - start, Number(offsets[off + i + 1]) - start)
-          : null;
+        out[i] = isValid(i) ? items.slice(Number(offsets[i]) - start, Number(offsets[i + 1]) - start) : null;
       }
       return out;
     }
@@ -176,7 +174,7 @@ export function dataToJson(data: Data): JsonValue[] {
     case Type.Dictionary: {
       const dictionary = data.dictionary;
       const decoded = dictionary === undefined ? [] : dictionary.data.flatMap((chunk) => dataToJson(chunk as Data));
-      for (let i = 0; i < n; i++) out[i] = isValid(i) ? (decoded[Number(values[off + i])] ?? null) : null;
+      for (let i = 0; i < n; i++) out[i] = isValid(i) ? (decoded[Number(values[i])] ?? null) : null;
       return out;
     }
     default:

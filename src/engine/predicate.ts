@@ -28,13 +28,17 @@ export function engineMessage(err: unknown): string {
 }
 
 /** A user predicate as given: present, and about user columns only (Lance checks the rest). */
-export function checkPredicate(predicate: string | undefined): string {
+export function checkPredicate(predicate: string | undefined, what = 'predicate'): string {
   if (predicate === undefined || predicate.trim() === '') {
-    throw new BadRequest('predicate is required (to match every row, send predicate=true)');
+    throw new BadRequest(
+      what === 'predicate'
+        ? 'predicate is required (to match every row, send predicate=true)'
+        : `${what} must not be empty (omit it to match every row)`,
+    );
   }
   const reserved = identifiers(predicate).find((name) => name.startsWith('_'));
   if (reserved !== undefined) {
-    throw new BadRequest(`predicate: no column named "${reserved}" (names starting with _ are reserved)`);
+    throw new BadRequest(`${what}: no column named "${reserved}" (names starting with _ are reserved)`);
   }
   return predicate;
 }
@@ -43,10 +47,10 @@ export function checkPredicate(predicate: string | undefined): string {
  * Runs the first read that uses a predicate, turning Lance's refusal of it (unknown column, syntax, types)
  * into a 400 with Lance's message. Nothing is written before this read, so a bad predicate changes nothing.
  */
-export async function readingPredicate<T>(read: () => Promise<T>): Promise<T> {
+export async function readingPredicate<T>(read: () => Promise<T>, what = 'predicate'): Promise<T> {
   try {
     return await read();
   } catch (err) {
-    throw new BadRequest(`predicate: ${engineMessage(err)}`);
+    throw new BadRequest(`${what}: ${engineMessage(err)}`);
   }
 }

@@ -5,6 +5,16 @@ import { lanceLocation } from '../storage/lance.js';
 import type { StorageEnv } from '../storage/open.js';
 import type { CatalogStore } from './catalog.js';
 import type { RowsBody } from './rows.js';
+import {
+  countMatches,
+  type ExactRequest,
+  exactMatch,
+  type HybridRequest,
+  hybridSearch,
+  type MatchRequest,
+  type RowsResult,
+  tokenMatch,
+} from './search.js';
 import { Tables } from './tables.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
@@ -60,6 +70,22 @@ export class DatabaseWorker {
 
   remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
     return this.tables.get(table).then((handle) => remove(handle, predicate));
+  }
+
+  search(table: string, req: HybridRequest): Promise<RowsResult> {
+    return this.tables.get(table).then((handle) => hybridSearch(handle, req));
+  }
+
+  count(table: string, req: MatchRequest): Promise<number> {
+    return this.tables.get(table).then((handle) => countMatches(handle, req));
+  }
+
+  tokenMatch(table: string, req: MatchRequest): Promise<RowsResult> {
+    return this.tables.get(table).then((handle) => tokenMatch(handle, req));
+  }
+
+  exactMatch(table: string, req: ExactRequest): Promise<RowsResult> {
+    return this.tables.get(table).then((handle) => exactMatch(handle, req));
   }
 
   /** True when its bucket credentials are about to expire. */

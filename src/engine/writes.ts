@@ -58,7 +58,7 @@ async function matchedKeys(table: TableHandle, predicate: string): Promise<BigIn
     const column = batch.getChildAt(0);
     if (column === null) continue;
     for (const chunk of column.data) {
-      keys.set((chunk.values as BigInt64Array).subarray(chunk.offset, chunk.offset + chunk.length), at);
+      keys.set((chunk.values as BigInt64Array).subarray(0, chunk.length), at);
       at += chunk.length;
     }
   }

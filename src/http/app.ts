@@ -16,6 +16,7 @@ import { metricsPlugin } from './metrics.js';
 import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
 import { rowRoutes } from './routes/rows.js';
+import { searchRoutes } from './routes/search.js';
 import { tableRoutes } from './routes/tables.js';
 
 export interface AppOptions {
@@ -96,6 +97,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(databaseRoutes);
   await app.register(tableRoutes);
   await app.register(rowRoutes);
+  await app.register(searchRoutes);
 
   workers.start();
   app.addHook('onClose', async () => {

@@ -1,6 +1,7 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { arrow } from '../arrow/arrow.js';
+import { writableBatches } from '../arrow/ipc.js';
 import { rowsToJson } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
 import { ApiError } from '../errors.js';
@@ -67,6 +68,7 @@ export interface RowsReply {
 /** Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. */
 export function sendRows(reply: FastifyReply, encoding: string, result: RowsReply): FastifyReply {
   if (encoding === JSON_TYPE) return reply.type(JSON_TYPE).send({ data: rowsToJson(result.rows) });
-  const bytes = result.stream ?? arrow.tableToIPC(new arrow.Table(result.schema, [...result.rows]), 'stream');
+  const bytes =
+    result.stream ?? arrow.tableToIPC(new arrow.Table(result.schema, writableBatches(result.rows)), 'stream');
   return reply.type(ARROW_STREAM).send(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
 }

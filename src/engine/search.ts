@@ -1,0 +1,354 @@
+import { MatchQuery, Operator } from '@lancedb/lancedb';
+import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
+import { arrow } from '../arrow/arrow.js';
+import { parseDate, parseTimestamp } from '../arrow/from-json.js';
+import { BadRequest } from '../errors.js';
+import { type Fused, fuse, rankLeg } from './fusion.js';
+import { checkPredicate, readingPredicate } from './predicate.js';
+import { batchOf } from './rows.js';
+import { type Metric, ROW_KEY, spellingOf, vectorWidth } from './schema.js';
+import type { TableHandle } from './tables.js';
+
+const { Type } = arrow;
+
+export interface HybridRequest {
+  text_field?: string;
+  text_query?: string;
+  vector_field?: string;
+  vector_query?: number[];
+  k: number;
+  projection?: string[];
+  operator?: string;
+  filter?: string;
+  rrf_k?: number;
+  offset?: number;
+  text_weight?: number;
+  vector_weight?: number;
+  window?: number;
+}
+
+export interface MatchRequest {
+  field_name: string;
+  query: string;
+  operator?: string;
+  projection?: string[];
+  limit?: number;
+}
+
+export interface ExactRequest {
+  field_name: string;
+  value: string;
+  projection?: string[];
+  limit?: number;
+}
+
+/** Rows to answer with, and their schema (for an empty answer). */
+export interface RowsResult {
+  schema: Schema;
+  rows: RecordBatch[];
+}
+
+const MAX_WINDOW = 10_000;
+/** Hits fetched past a leg's window so that ties at its edge are still broken by row order. */
+const TIE_SLACK = 32;
+const ALL_ROWS = 1_000_000_000;
+
+/** Lance's distance of each metric, and how to turn it into API.md's canonical form. */
+const METRICS: Readonly<Record<Metric, { lance: 'cosine' | 'l2' | 'dot'; canonical: (d: number) => number }>> = {
+  cosine: { lance: 'cosine', canonical: (d) => d },
+  l2sq: { lance: 'l2', canonical: (d) => d },
+  negdot: { lance: 'dot', canonical: (d) => d - 1 },
+};
+
+function operatorOf(raw: string | undefined): Operator {
+  const op = (raw ?? 'or').toLowerCase();
+  if (op !== 'or' && op !== 'and') throw new BadRequest(`operator must be "or" or "and", got "${raw}"`);
+  return op === 'and' ? Operator.And : Operator.Or;
+}
+
+const quoteName = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+function projectionOf(table: TableHandle, projection: readonly string[] | undefined): Field[] {
+  if (projection === undefined) return table.schema.fields;
+  const byName = new Map(table.schema.fields.map((f) => [f.name, f] as const));
+  return projection.map((name, i) => {
+    const field = byName.get(name);
+    if (field === undefined) throw new BadRequest(`projection[${i}]: no column named "${name}"`);
+    return field;
+  });
+}
+
+function ftsColumn(table: TableHandle, field: string | undefined, what: string): string {
+  if (field === undefined) throw new BadRequest(`${what} is required`);
+  if (!table.schema.fields.some((f) => f.name === field)) throw new BadRequest(`${what}: no column named "${field}"`);
+  if (!table.indexes.fts.some((f) => f.column === field)) {
+    throw new BadRequest(`${what}: column "${field}" has no full-text index`);
+  }
+  return field;
+}
+
+function keysOf(table: Table): bigint[] {
+  const column = table.getChild(ROW_KEY);
+  const out: bigint[] = [];
+  if (column === null) return out;
+  for (const chunk of column.data) {
+    const values = chunk.values as BigInt64Array;
+    for (let i = 0; i < chunk.length; i++) out.push(values[i] ?? 0n);
+  }
+  return out;
+}
+
+function numbersOf(table: Table, name: string): number[] {
+  const column = table.getChild(name);
+  const out: number[] = [];
+  if (column === null) return out;
+  for (const chunk of column.data) {
+    const values = chunk.values as Float32Array | Float64Array;
+    for (let i = 0; i < chunk.length; i++) out.push(values[i] ?? 0);
+  }
+  return out;
+}
+
+function float64Data(values: readonly (number | null)[]): Data {
+  const data = new Float64Array(values.length);
+  const bitmap = new Uint8Array(Math.ceil(values.length / 8));
+  let nulls = 0;
+  values.forEach((v, i) => {
+    if (v === null) nulls++;
+    else {
+      data[i] = v;
+      bitmap[i >> 3] = (bitmap[i >> 3] ?? 0) | (1 << (i & 7));
+    }
+  });
+  return arrow.makeData({
+    type: new arrow.Float64(),
+    length: values.length,
+    nullCount: nulls,
+    nullBitmap: nulls === 0 ? undefined : bitmap,
+    data,
+  });
+}
+
+/**
+ * The rows of `keys`, in that order, with the projected columns (and, for search, the score columns).
+ * Rows are read in one query and then laid out as zero-copy slices, one per run of rows that are
+ * neighbours in both orders.
+ */
+async function rowsByKeys(
+  table: TableHandle,
+  keys: readonly bigint[],
+  fields: readonly Field[],
+  scores?: readonly Fused[],
+): Promise<RowsResult> {
+  const extra =
+    scores === undefined
+      ? []
+      : [
+          new arrow.Field('_score', new arrow.Float64(), false),
+          new arrow.Field('_bm25', new arrow.Float64(), true),
+          new arrow.Field('_distance', new arrow.Float64(), true),
+        ];
+  const schema = new arrow.Schema([...fields, ...extra]);
+  if (keys.length === 0) return { schema, rows: [] };
+  const found = await table.lance
+    .query()
+    .where(`${ROW_KEY} IN (${keys.join(', ')})`)
+    .select([...fields.map((f) => f.name), ROW_KEY])
+    .limit(keys.length)
+    .toArrow();
+  const where = new Map<bigint, { batch: number; row: number }>();
+  found.batches.forEach((batch, b) => {
+    const column = batch.getChild(ROW_KEY);
+    for (let i = 0; i < batch.numRows; i++) where.set(column?.get(i) as bigint, { batch: b, row: i });
+  });
+  const rows: RecordBatch[] = [];
+  let i = 0;
+  while (i < keys.length) {
+    const start = where.get(keys[i] as bigint);
+    if (start === undefined) {
+      i++; // deleted between ranking and fetching: a read of a later version than the ranking
+      continue;
+    }
+    let end = i + 1;
+    while (end < keys.length) {
+      const next = where.get(keys[end] as bigint);
+      if (next === undefined || next.batch !== start.batch || next.row !== start.row + (end - i)) break;
+      end++;
+    }
+    const source = found.batches[start.batch] as RecordBatch;
+    const slice = source.slice(start.row, start.row + (end - i));
+    const columns = fields.map(
+      (f) => slice.data.children[source.schema.fields.findIndex((s) => s.name === f.name)] as Data,
+    );
+    if (scores !== undefined) {
+      const part = scores.slice(i, end);
+      columns.push(
+        float64Data(part.map((s) => s.score)),
+        float64Data(part.map((s) => s.bm25)),
+        float64Data(part.map((s) => s.distance)),
+      );
+    }
+    rows.push(batchOf(schema, end - i, columns));
+    i = end;
+  }
+  return { schema, rows };
+}
+
+/** BM25 + vector search fused by reciprocal rank (API.md §6). */
+export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
+  const fields = projectionOf(table, req.projection);
+  const offset = req.offset ?? 0;
+  const window = req.window ?? Math.max(100, 2 * (offset + req.k));
+  if (window < offset + req.k) throw new BadRequest(`window ${window} must be at least offset + k = ${offset + req.k}`);
+  if (window > MAX_WINDOW) throw new BadRequest(`window ${window} is over the limit of ${MAX_WINDOW}`);
+  const operator = operatorOf(req.operator);
+  const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, 'filter');
+
+  let textQuery: string | undefined;
+  let textField: string | undefined;
+  if (req.text_query !== undefined) {
+    textField = ftsColumn(table, req.text_field, 'text_field');
+    const tokens = await table.lance.tokenize(req.text_query, { column: textField });
+    if (tokens.length > 0) textQuery = req.text_query;
+  }
+  let vector: { field: string; query: number[]; metric: Metric } | undefined;
+  if (req.vector_query !== undefined) {
+    const name = req.vector_field;
+    if (name === undefined) throw new BadRequest('vector_field is required with vector_query');
+    const declared = table.indexes.vector.find((v) => v.column === name);
+    const field = table.schema.fields.find((f) => f.name === name);
+    if (field === undefined) throw new BadRequest(`vector_field: no column named "${name}"`);
+    if (declared === undefined) throw new BadRequest(`vector_field: column "${name}" has no vector index`);
+    const dim = vectorWidth(field.type) ?? declared.dim;
+    if (req.vector_query.length !== dim) {
+      throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);
+    }
+    vector = { field: name, query: req.vector_query, metric: declared.metric };
+  }
+  if (textQuery === undefined && vector === undefined) {
+    throw new BadRequest('nothing to search: send a text_query with at least one token, or a vector_query');
+  }
+  if (req.k === 0) return rowsByKeys(table, [], fields, []);
+
+  const limit = window + TIE_SLACK;
+  const textLeg = async () => {
+    if (textQuery === undefined || textField === undefined) return undefined;
+    let q = table.lance
+      .query()
+      .fullTextSearch(new MatchQuery(textQuery, textField, { operator }))
+      .select([ROW_KEY, '_score'])
+      .limit(limit);
+    if (filter !== undefined) q = q.where(filter);
+    const hits = await readingFilter(() => q.toArrow());
+    const ranked = rankLeg(keysOf(hits), numbersOf(hits, '_score'), 'higher', window);
+    return { ...ranked, weight: req.text_weight ?? 1 };
+  };
+  const vectorLeg = async () => {
+    if (vector === undefined) return undefined;
+    const metric = METRICS[vector.metric];
+    let q = table.lance
+      .vectorSearch(vector.query)
+      .column(vector.field)
+      .distanceType(metric.lance)
+      .select([ROW_KEY])
+      .limit(limit);
+    if (filter !== undefined) q = q.where(filter);
+    const hits = await readingFilter(() => q.toArrow());
+    const distances = numbersOf(hits, '_distance').map(metric.canonical);
+    const ranked = rankLeg(keysOf(hits), distances, 'lower', window);
+    return { ...ranked, weight: req.vector_weight ?? 1 };
+  };
+  const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
+  const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });
+  return rowsByKeys(
+    table,
+    winners.map((w) => w.key),
+    fields,
+    winners,
+  );
+}
+
+/** A filter is a predicate too: Lance's refusals of it become 400s. */
+const readingFilter = <T>(read: () => Promise<T>): Promise<T> => readingPredicate(read, 'filter');
+
+/** Row keys of every row whose field matches the full-text query, in row order. */
+async function matchingKeys(table: TableHandle, req: MatchRequest): Promise<bigint[]> {
+  const column = ftsColumn(table, req.field_name, 'field_name');
+  const operator = operatorOf(req.operator);
+  const tokens = await table.lance.tokenize(req.query, { column });
+  if (tokens.length === 0) return [];
+  const hits = await table.lance
+    .query()
+    .fullTextSearch(new MatchQuery(req.query, column, { operator }))
+    .select([ROW_KEY])
+    .limit(ALL_ROWS)
+    .toArrow();
+  return keysOf(hits).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/** The exact number of rows matching a full-text query (API.md §6 count). */
+export async function countMatches(table: TableHandle, req: MatchRequest): Promise<number> {
+  return (await matchingKeys(table, req)).length;
+}
+
+/** The rows `count` would count, in row order, unscored. */
+export async function tokenMatch(table: TableHandle, req: MatchRequest): Promise<RowsResult> {
+  const fields = projectionOf(table, req.projection);
+  const keys = await matchingKeys(table, req);
+  return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
+}
+
+/** `value` as a SQL literal of the column's type, or a 400; values are parsed, never pasted. */
+export function literalFor(type: DataType, value: string, column: string): string {
+  const fail = (expected: string): never => {
+    throw new BadRequest(
+      `value "${value}" is not ${expected} (column "${column}" is ${spellingOf(type) ?? String(type)})`,
+    );
+  };
+  switch (type.typeId) {
+    case Type.Int: {
+      if (!/^-?\d+$/.test(value)) fail('an integer');
+      const t = type as InstanceType<typeof arrow.Int>;
+      const bits = BigInt(t.bitWidth);
+      const [lo, hi] = t.isSigned ? [-(2n ** (bits - 1n)), 2n ** (bits - 1n) - 1n] : [0n, 2n ** bits - 1n];
+      const v = BigInt(value);
+      if (v < lo || v > hi) fail(`an integer from ${lo} to ${hi}`);
+      return v.toString();
+    }
+    case Type.Float: {
+      const v = value === 'NaN' || value === 'Infinity' || value === '-Infinity' ? value : Number(value);
+      if (typeof v === 'number' && (value.trim() === '' || Number.isNaN(v))) fail('a number');
+      const sqlType = spellingOf(type) === 'f64' ? 'DOUBLE' : 'FLOAT';
+      return `CAST('${typeof v === 'number' ? String(v) : v}' AS ${sqlType})`;
+    }
+    case Type.Bool:
+      if (value !== 'true' && value !== 'false') fail('true or false');
+      return value.toUpperCase();
+    case Type.Utf8:
+    case Type.LargeUtf8:
+      return `'${value.replaceAll("'", "''")}'`;
+    case Type.Date:
+      if (spellingOf(type) !== 'date32' || parseDate(value) === undefined) fail('a date "YYYY-MM-DD"');
+      return `DATE '${value}'`;
+    case Type.Timestamp: {
+      const v = parseTimestamp(value, (type as InstanceType<typeof arrow.Timestamp>).unit);
+      if (v === undefined) fail("an RFC 3339 timestamp exact to the column's unit");
+      return `${v}`;
+    }
+    default:
+      throw new BadRequest(`exact_match cannot compare column "${column}" of type ${spellingOf(type) ?? String(type)}`);
+  }
+}
+
+/** Rows whose column equals `value`, in row order (API.md §6 exact_match). */
+export async function exactMatch(table: TableHandle, req: ExactRequest): Promise<RowsResult> {
+  const fields = projectionOf(table, req.projection);
+  const field = table.schema.fields.find((f) => f.name === req.field_name);
+  if (field === undefined) throw new BadRequest(`field_name: no column named "${req.field_name}"`);
+  const literal = literalFor(field.type, req.value, field.name);
+  const lhs =
+    field.type.typeId === Type.Timestamp ? `arrow_cast(${quoteName(field.name)}, 'Int64')` : quoteName(field.name);
+  const hits = await table.lance.query().where(`${lhs} = ${literal}`).select([ROW_KEY]).limit(ALL_ROWS).toArrow();
+  const keys = keysOf(hits).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+  return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
+}
