@@ -16,6 +16,12 @@ export interface Config {
   workerIdleMs: number;
   /** Requests per minute per API key before 429 (ext). */
   rateLimitPerMinute: number;
+  /** Pause between index upkeep passes of a database (ext). */
+  upkeepIntervalMs: number;
+  /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
+  annMinRows: number;
+  /** How long old table versions are kept before upkeep prunes them (ext). */
+  versionRetentionMs: number;
   controlUrl: string | undefined;
   logLevel: string;
   aws: AwsConfig;
@@ -49,6 +55,9 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'worker-idle-ms': 'STRATA_WORKER_IDLE_MS',
   'rate-limit-per-minute': 'STRATA_RATE_LIMIT_PER_MINUTE',
   'control-url': 'STRATA_CONTROL_URL',
+  'upkeep-interval-ms': 'STRATA_UPKEEP_INTERVAL_MS',
+  'ann-min-rows': 'STRATA_ANN_MIN_ROWS',
+  'version-retention-ms': 'STRATA_VERSION_RETENTION_MS',
   'log-level': 'STRATA_LOG_LEVEL',
 };
 
@@ -112,6 +121,9 @@ export function loadConfig(env: Env): Config {
     maxActiveDatabases: integer(env, 'STRATA_MAX_ACTIVE_DATABASES', 64, 1),
     workerIdleMs: integer(env, 'STRATA_WORKER_IDLE_MS', 300_000, 1),
     rateLimitPerMinute: integer(env, 'STRATA_RATE_LIMIT_PER_MINUTE', 60_000, 1),
+    upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
+    annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
+    versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 3_600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),
     logLevel: text(env, 'STRATA_LOG_LEVEL') ?? 'info',
     aws: {

@@ -8,6 +8,7 @@ import { checkPredicate, readingPredicate } from './predicate.js';
 import { batchOf } from './rows.js';
 import { type Metric, ROW_KEY, spellingOf, vectorWidth } from './schema.js';
 import type { TableHandle } from './tables.js';
+import { LANCE_METRIC } from './upkeep.js';
 
 const { Type } = arrow;
 
@@ -53,11 +54,11 @@ const MAX_WINDOW = 10_000;
 const TIE_SLACK = 32;
 const ALL_ROWS = 1_000_000_000;
 
-/** Lance's distance of each metric, and how to turn it into API.md's canonical form. */
-const METRICS: Readonly<Record<Metric, { lance: 'cosine' | 'l2' | 'dot'; canonical: (d: number) => number }>> = {
-  cosine: { lance: 'cosine', canonical: (d) => d },
-  l2sq: { lance: 'l2', canonical: (d) => d },
-  negdot: { lance: 'dot', canonical: (d) => d - 1 },
+/** Lance's distance → API.md's canonical form: Lance's cosine and (squared) l2 already are; dot is 1 − x·y. */
+const CANONICAL: Readonly<Record<Metric, (d: number) => number>> = {
+  cosine: (d) => d,
+  l2sq: (d) => d,
+  negdot: (d) => d - 1,
 };
 
 function operatorOf(raw: string | undefined): Operator {
@@ -245,16 +246,17 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    const metric = METRICS[vector.metric];
     let q = table.lance
       .vectorSearch(vector.query)
       .column(vector.field)
-      .distanceType(metric.lance)
+      .distanceType(LANCE_METRIC[vector.metric])
       .select([ROW_KEY])
       .limit(limit);
+    // Measured here (DESIGN.md): nprobes 50 with refine 10 keeps recall@10 at 1.0 on IVF_RQ.
+    if (table.ann.has(vector.field)) q = q.nprobes(50).refineFactor(10);
     if (filter !== undefined) q = q.where(filter);
     const hits = await readingFilter(() => q.toArrow());
-    const distances = numbersOf(hits, '_distance').map(metric.canonical);
+    const distances = numbersOf(hits, '_distance').map(CANONICAL[vector.metric]);
     const ranked = rankLeg(keysOf(hits), distances, 'lower', window);
     return { ...ranked, weight: req.vector_weight ?? 1 };
   };

@@ -19,6 +19,7 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
+import { annColumns } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -41,6 +42,8 @@ export interface TableHandle {
   indexes: TableIndexes;
   lance: LanceTable;
   writes: Serial;
+  /** Vector columns whose ANN index exists: their searches set nprobes and refine. */
+  ann: Set<string>;
 }
 
 /** The Lance FTS settings of each analyzer (DESIGN.md): no stemming, no stop words, ever. */
@@ -171,17 +174,26 @@ export class Tables {
   private open(record: TableRecord): Promise<TableHandle> {
     let handle = this.handles.get(record.tableId);
     if (handle === undefined) {
-      handle = (async () => ({
-        record,
-        schema: schemaFromIpc(record.schemaIpc),
-        indexes: JSON.parse(record.indexes) as TableIndexes,
-        lance: await this.connection.openTable(record.tableId),
-        writes: new Serial(),
-      }))();
+      handle = (async () => {
+        const lance = await this.connection.openTable(record.tableId);
+        return {
+          record,
+          schema: schemaFromIpc(record.schemaIpc),
+          indexes: JSON.parse(record.indexes) as TableIndexes,
+          lance,
+          writes: new Serial(),
+          ann: annColumns(await lance.listIndices()),
+        };
+      })();
       handle.catch(() => this.handles.delete(record.tableId));
       this.handles.set(record.tableId, handle);
     }
     return handle;
+  }
+
+  /** The tables opened so far (upkeep looks after these). */
+  openHandles(): Promise<TableHandle>[] {
+    return [...this.handles.values()];
   }
 
   async close(): Promise<void> {

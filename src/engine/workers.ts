@@ -16,6 +16,7 @@ import {
   tokenMatch,
 } from './search.js';
 import { Tables } from './tables.js';
+import { Upkeep, type UpkeepLog, type UpkeepOptions } from './upkeep.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
 /** What a worker needs to know about the database it serves. */
@@ -29,6 +30,8 @@ export interface DatabaseRef {
 export interface WorkerDeps {
   catalog: CatalogStore;
   storage: StorageEnv;
+  upkeep: UpkeepOptions;
+  log: UpkeepLog;
 }
 
 /** Credentials this close to expiry make the worker reconnect before its next request. */
@@ -46,6 +49,7 @@ export class DatabaseWorker {
     readonly ref: DatabaseRef,
     readonly catalog: CatalogStore,
     readonly tables: Tables,
+    readonly upkeep: Upkeep,
     private readonly expiresAtMs: number | undefined,
   ) {}
 
@@ -57,7 +61,9 @@ export class DatabaseWorker {
       readConsistencyInterval: 0,
     });
     const tables = new Tables(connection, deps.catalog, ref.id, location);
-    return new DatabaseWorker(ref, deps.catalog, tables, location.expiresAtMs);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log);
+    upkeep.start();
+    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, location.expiresAtMs);
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
@@ -115,6 +121,7 @@ export class DatabaseWorker {
   }
 
   async close(): Promise<void> {
+    await this.upkeep.stop();
     await this.tables.close();
   }
 }

@@ -58,7 +58,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
   };
   const workers = new WorkerPool({
-    deps: { catalog: store, storage },
+    deps: {
+      catalog: store,
+      storage,
+      upkeep: {
+        intervalMs: config.upkeepIntervalMs,
+        annMinRows: config.annMinRows,
+        retainMs: config.versionRetentionMs,
+      },
+      log: { warn: (details, message) => app.log.warn(details, message) },
+    },
     capacity: config.maxActiveDatabases,
     idleMs: config.workerIdleMs,
     onPlaced: async (ref) => store.setDatabaseState(ref.id, 'active', null),

@@ -52,6 +52,19 @@ export const ipcOf = (table: Table | RecordBatch[]): Uint8Array =>
  * could: the test does not trust the service to report its own writes.
  */
 export async function readTable(strata: TestServer, account: string, database: string, table: string): Promise<Row[]> {
+  const { lance, close } = await openDataset(strata, account, database, table);
+  try {
+    const rows = rowsToJson(await lance.query().toArrow());
+    rows.sort((a, b) => Number(a[ROW_KEY]) - Number(b[ROW_KEY]));
+    for (const row of rows) delete row[ROW_KEY];
+    return rows;
+  } finally {
+    close();
+  }
+}
+
+/** A table's Lance dataset in the bucket, opened as any Lance client would. */
+export async function openDataset(strata: TestServer, account: string, database: string, table: string) {
   const store = strata.app.ctx.store;
   const acct = await store.ensureAccount(account);
   const db = await store.findDatabase(acct.id, database);
@@ -67,13 +80,11 @@ export async function readTable(strata: TestServer, account: string, database: s
   );
   const connection = await connect(dir);
   const lance = await connection.openTable(record.tableId);
-  try {
-    const rows = rowsToJson(await lance.query().toArrow());
-    rows.sort((a, b) => Number(a[ROW_KEY]) - Number(b[ROW_KEY]));
-    for (const row of rows) delete row[ROW_KEY];
-    return rows;
-  } finally {
-    lance.close();
-    connection.close();
-  }
+  return {
+    lance,
+    close: () => {
+      lance.close();
+      connection.close();
+    },
+  };
 }

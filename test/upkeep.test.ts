@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
+import { openDataset, type Row, tablesOf } from './support/tables.js';
+
+let strata: TestServer;
+let api: Client;
+let db: ReturnType<typeof tablesOf>;
+
+const DIM = 8;
+const ROWS = 1200;
+
+function random(seed: number): () => number {
+  let a = seed;
+  return () => {
+    a = (a * 1103515245 + 12345) >>> 0;
+    return a / 4294967296;
+  };
+}
+const rand = random(99);
+const vectors = Array.from({ length: ROWS }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
+
+beforeAll(async () => {
+  strata = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
+  api = await strata.as('acme');
+  await activeLocalDatabase(api, 'u');
+  db = tablesOf(api, 'u');
+  await db.create({
+    table_name: 'items',
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'body', type: 'utf8' },
+      { name: 'emb', type: 'vector', dim: DIM },
+    ],
+    indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+  });
+  for (let start = 0; start < ROWS; start += 400) {
+    const rows = vectors
+      .slice(start, start + 400)
+      .map((emb, i) => ({ id: start + i, body: `item number${(start + i) % 17} common`, emb }));
+    await db.append('items', rows);
+  }
+});
+afterAll(() => strata?.close());
+
+const search = (body: Record<string, unknown>) =>
+  api.request<{ data: (Row & { _distance: number })[] }>(
+    'POST',
+    '/v1/hybrid_search/u',
+    { table_name: 'items', ...body },
+    { accept: 'application/json' },
+  );
+const count = async (query: string) =>
+  (await api.request<{ count: number }>('POST', '/v1/count/u', { table_name: 'items', field_name: 'body', query })).json
+    .count;
+
+async function indexState() {
+  const { lance, close } = await openDataset(strata, 'acme', 'u', 'items');
+  try {
+    const indices = await lance.listIndices();
+    const unindexed = await Promise.all(
+      indices.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
+    );
+    return {
+      types: indices.map((i) => `${i.columns.join(',')}:${i.indexType}`),
+      unindexed: unindexed.reduce((a, b) => a + b, 0),
+    };
+  } finally {
+    close();
+  }
+}
+
+describe('index upkeep', () => {
+  test('builds the ANN index once the table outgrows the exact scan, and folds new rows into every index', async () => {
+    await search({ vector_field: 'emb', vector_query: vectors[0], k: 1 }); // opens the table for upkeep
+    const state = await eventually(
+      indexState,
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+      20_000,
+    );
+
+    expect(state.types).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^emb:ivf/i), expect.stringMatching(/^body:/)]),
+    );
+    expect(state.unindexed).toBe(0);
+  });
+
+  test('with the ANN index, vector results match exact search (recall@10 ≥ 0.9)', async () => {
+    let found = 0;
+    for (let q = 0; q < 20; q++) {
+      const query = vectors[q * 37] as number[];
+      const exact = vectors
+        .map((v, id) => ({ id, d: v.reduce((s, x, i) => s + (x - (query[i] ?? 0)) ** 2, 0) }))
+        .sort((a, b) => a.d - b.d || a.id - b.id)
+        .slice(0, 10)
+        .map((e) => e.id);
+      const got = (await search({ vector_field: 'emb', vector_query: query, k: 10, projection: ['id'] })).json.data.map(
+        (h) => Number(h.id),
+      );
+      found += got.filter((id) => exact.includes(id)).length;
+    }
+
+    expect(found / 200).toBeGreaterThanOrEqual(0.9);
+  });
+
+  test('rows written while upkeep runs are found by the very next count, text and vector search', async () => {
+    for (let i = 0; i < 15; i++) {
+      const emb = Array.from({ length: DIM }, () => 50 + i);
+      const id = 10_000 + i;
+      await db.append('items', [{ id, body: `fresh${i} arrival`, emb }]);
+
+      expect(await count(`fresh${i}`)).toBe(1);
+      const text = await search({ text_field: 'body', text_query: `fresh${i}`, k: 1, projection: ['id'] });
+      const vector = await search({ vector_field: 'emb', vector_query: emb, k: 1, projection: ['id'] });
+      expect(text.json.data[0]?.id).toBe(id);
+      expect(vector.json.data[0]?.id).toBe(id);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+    }
+    await db.update('items', 'id = 10000', [
+      { id: 10_000, body: 'renamed', emb: Array.from({ length: DIM }, () => -70) },
+    ]);
+    expect(await count('fresh0')).toBe(0);
+    expect(
+      (
+        await search({
+          vector_field: 'emb',
+          vector_query: Array.from({ length: DIM }, () => -70),
+          k: 1,
+          projection: ['id'],
+        })
+      ).json.data[0]?.id,
+    ).toBe(10_000);
+    await db.remove('items', 'id = 10000');
+    expect(await count('renamed')).toBe(0);
+  });
+});
