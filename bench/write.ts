@@ -5,23 +5,20 @@
  * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
  * BENCH_UPDATES (200), BENCH_ROUNDS (3).
  */
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, request } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
+import { ARROW, activeDatabase, JSON_BODY, median, percentile, saveResults, seconds, startServer } from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DIM = 384;
-const ARROW = 'application/vnd.apache.arrow.stream';
 
 function words(rand: () => number, n: number): string {
   const vocab = [
@@ -82,65 +79,12 @@ function makeBatches(): RecordBatch[] {
   return batches;
 }
 
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
-
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-'));
-  const secret = `sk_${randomBytes(32).toString('base64url')}`;
-  const port = 18000 + Math.floor(Math.random() * 1000);
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  const server = spawn(
-    process.execPath,
-    ['dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
-    {
-      env: { ...process.env, STRATA_BOOTSTRAP_KEY: secret },
-      stdio: 'inherit',
-    },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  for (
-    let i = 0;
-    i < 400 &&
-    !(await fetch(`${url}/healthz`).then(
-      (r) => r.ok,
-      () => false,
-    ));
-    i++
-  ) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  const serverRss = async () => {
-    const metrics = await (await fetch(`${url}/metrics`)).text();
-    return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
-  };
-  const auth = { authorization: `Bearer ${secret}` };
-  // node:http rather than fetch: undici's fetch spends longer on a 16 MB body than the server does.
-  const agent = new Agent({ keepAlive: true });
-  const post = (path: string, body: Uint8Array | string | undefined, headers: Record<string, string>) =>
-    new Promise<void>((resolve, reject) => {
-      const req = request(`${url}${path}`, { method: 'POST', agent, headers: { ...auth, ...headers } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () =>
-          res.statusCode === 200 || res.statusCode === 201
-            ? resolve()
-            : reject(new Error(`${path}: ${res.statusCode} ${Buffer.concat(chunks).toString()}`)),
-        );
-      });
-      req.on('error', reject);
-      req.end(body);
-    });
-  const json = { 'content-type': 'application/json' };
-
-  await post('/v1/databases', JSON.stringify({ name: 'bench', storage: { provider: 'local', bucket: 'bench' } }), json);
-  await post('/v1/databases/bench/storage/verify', undefined, {});
-  for (let i = 0; i < 100; i++) {
-    const res = await fetch(`${url}/v1/databases`, { headers: auth });
-    const list = (await res.json()) as { databases: { state: string }[] };
-    if (list.databases[0]?.state === 'active') break;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  const server = await startServer(dataDir);
+  const { post } = server;
+  const json = JSON_BODY;
+  await activeDatabase(server, 'bench');
   const schema = [
     { name: 'id', type: 'i64', nullable: false },
     { name: 'text', type: 'utf8' },
@@ -152,12 +96,7 @@ async function main(): Promise<void> {
   const ipcBodies = batches.map((b) => arrow.tableToIPC(new arrow.Table([b]), 'stream'));
   const jsonBodies = batches.map((b) => JSON.stringify({ data: rowsToJson([b]) }));
 
-  const time = async (run: () => Promise<void>) => {
-    const start = performance.now();
-    await run();
-    return (performance.now() - start) / 1000;
-  };
-
+  const time = seconds;
   const appendAll = async (table: string, bodies: readonly (Uint8Array | string)[], type: string, lanes: number) => {
     await post('/v1/create_table/bench', JSON.stringify({ table_name: table, schema }), json);
     return time(async () => {
@@ -190,7 +129,6 @@ async function main(): Promise<void> {
     pipelinedRuns.push(await appendAll(`via_arrow_2_${round}`, ipcBodies, ARROW, 2));
     nativeRuns.push(await nativeAdd(round));
   }
-  const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   const arrowSeconds = median(arrowRuns);
   const pipelinedSeconds = median(pipelinedRuns);
   const nativeSeconds = median(nativeRuns);
@@ -229,13 +167,11 @@ async function main(): Promise<void> {
       p99: Number(percentile(latencies, 99).toFixed(2)),
       n: UPDATES,
     },
-    server_rss_mb: await serverRss(),
+    server_rss_mb: await server.rssMb(),
   };
-  console.log(JSON.stringify(results, null, 2));
-  writeFileSync(join(import.meta.dirname, 'results', 'write.json'), `${JSON.stringify(results, null, 2)}\n`);
+  saveResults('write', results);
   db.close();
-  server.kill('SIGTERM');
-  await new Promise((resolve) => server.once('exit', resolve));
+  await server.stop();
   rmSync(dataDir, { recursive: true, force: true });
 }
 

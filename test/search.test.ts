@@ -215,7 +215,9 @@ describe('fusion', () => {
       .slice(0, 10);
 
     expect(fused.json.data.map((h) => h.id)).toEqual(expected.map((e) => e.id));
-    fused.json.data.forEach((hit, i) => expect(hit._score).toBeCloseTo(expected[i]?.score ?? 0, 12));
+    fused.json.data.forEach((hit, i) => {
+      expect(hit._score).toBeCloseTo(expected[i]?.score ?? 0, 12);
+    });
   });
 
   test('pages with the same window concatenate to the unpaged list', async () => {

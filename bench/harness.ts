@@ -1,0 +1,100 @@
+/** What every benchmark shares: Strata as its own process (as deployed) and a lean HTTP client for it. */
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+
+export const ARROW = 'application/vnd.apache.arrow.stream';
+export const JSON_BODY = { 'content-type': 'application/json' };
+
+export interface Server {
+  url: string;
+  /** POST; resolves with the body, rejects on any status but 200/201. */
+  post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
+  rssMb(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+/** Builds, then starts `strata serve` on `dataDir` with `env`, and waits until it answers. */
+export async function startServer(dataDir: string, env: Record<string, string> = {}, build = true): Promise<Server> {
+  if (build) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  const secret = `sk_${randomBytes(32).toString('base64url')}`;
+  const port = 18000 + Math.floor(Math.random() * 1000);
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
+    { env: { ...process.env, ...env, STRATA_BOOTSTRAP_KEY: secret }, stdio: 'inherit' },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 400; i++) {
+    const up = await fetch(`${url}/healthz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (up) break;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  // node:http rather than fetch: undici's fetch spends longer on a 16 MB body than the server does.
+  const agent = new Agent({ keepAlive: true });
+  const auth = { authorization: `Bearer ${secret}` };
+  const post = (path: string, body: Uint8Array | string | undefined, headers: Record<string, string> = JSON_BODY) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const req = request(`${url}${path}`, { method: 'POST', agent, headers: { ...auth, ...headers } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const out = Buffer.concat(chunks);
+          if (res.statusCode === 200 || res.statusCode === 201) resolve(out);
+          else reject(new Error(`${path}: ${res.statusCode} ${out.toString()}`));
+        });
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+  return {
+    url,
+    post,
+    async rssMb() {
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
+    },
+    async stop() {
+      agent.destroy();
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    },
+  };
+}
+
+/** Registers and verifies a local database, and waits until it is active. */
+export async function activeDatabase(server: Server, name: string): Promise<void> {
+  await server.post('/v1/databases', JSON.stringify({ name, storage: { provider: 'local', bucket: name } }));
+  await server.post(`/v1/databases/${name}/storage/verify`, undefined, {});
+  for (let i = 0; i < 200; i++) {
+    try {
+      await server.post('/v1/count/bench', '{}');
+    } catch (err) {
+      if (!/ 503 /.test(String(err))) return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+export const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
+
+export async function seconds(run: () => Promise<unknown>): Promise<number> {
+  const start = performance.now();
+  await run();
+  return (performance.now() - start) / 1000;
+}
+
+export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+
+export function saveResults(name: string, results: object): void {
+  console.log(JSON.stringify(results, null, 2));
+  const dir = join(import.meta.dirname, 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+}
