@@ -72,11 +72,14 @@ export async function activeDatabase(server: Server, name: string): Promise<void
   await server.post('/v1/databases', JSON.stringify({ name, storage: { provider: 'local', bucket: name } }));
   await server.post(`/v1/databases/${name}/storage/verify`, undefined, {});
   for (let i = 0; i < 200; i++) {
-    try {
-      await server.post('/v1/count/bench', '{}');
-    } catch (err) {
-      if (!/ 503 /.test(String(err))) return;
-    }
+    const ready = await server.post(`/v1/list_tables/${name}`, undefined, {}).then(
+      () => true,
+      (err: unknown) => {
+        if (/: 503 /.test(String(err))) return false;
+        throw err;
+      },
+    );
+    if (ready) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }

@@ -1,0 +1,273 @@
+/**
+ * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
+ * LanceDB, recall@10 of the vector leg against exact search, exact count of a two-term query, index build
+ * and upkeep times, latency with 10% of rows unindexed, and server RSS.
+ * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
+import { arrow } from '../src/arrow/arrow.js';
+import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
+import { ARROW, activeDatabase, percentile, type Server, saveResults, seconds, startServer } from './harness.js';
+
+const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
+const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
+const RECALL_QUERIES = 30;
+const BATCH = 20_000;
+const K = 10;
+
+const vecType = new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true));
+const schema = new arrow.Schema([
+  new arrow.Field('id', new arrow.Int64(), false),
+  new arrow.Field('body', new arrow.Utf8(), true),
+  new arrow.Field('emb', vecType, true),
+]);
+
+function batchBody(texts: string[], vectors: Float32Array, from: number, to: number): Uint8Array {
+  const n = to - from;
+  const columns = [
+    arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
+    arrow.vectorFromArray(texts.slice(from, to), new arrow.Utf8()),
+    arrow.makeVector(
+      arrow.makeData({
+        type: vecType,
+        length: n,
+        nullCount: 0,
+        child: arrow.makeData({
+          type: new arrow.Float32(),
+          length: n * DIM,
+          nullCount: 0,
+          data: vectors.subarray(from * DIM, to * DIM),
+        }),
+      }),
+    ),
+  ];
+  const data = arrow.makeData({
+    type: new arrow.Struct(schema.fields),
+    length: n,
+    nullCount: 0,
+    children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
+  });
+  return arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, data)]), 'stream');
+}
+
+async function appendCorpus(
+  server: Server,
+  texts: string[],
+  vectors: Float32Array,
+  from: number,
+  to: number,
+): Promise<void> {
+  for (let start = from; start < to; start += BATCH) {
+    const body = batchBody(texts, vectors, start, Math.min(to, start + BATCH));
+    await server.post('/v1/append/bench?table=docs', body, { 'content-type': ARROW, accept: ARROW });
+  }
+}
+
+/** The table's dataset in the bucket, opened in-process as a Lance client. */
+async function dataset(dataDir: string): Promise<{ lance: LanceTable; close: () => void }> {
+  const dir = join(dataDir, 'buckets', 'bench', 'tables');
+  const name = (readdirSync(dir).find((f) => f.endsWith('.lance')) ?? '').replace(/\.lance$/, '');
+  const connection = await connect(dir, { readConsistencyInterval: 0 });
+  const lance = await connection.openTable(name);
+  return {
+    lance,
+    close: () => {
+      lance.close();
+      connection.close();
+    },
+  };
+}
+
+async function unindexedRows(lance: LanceTable): Promise<{ ann: boolean; unindexed: number }> {
+  const indices = await lance.listIndices();
+  let unindexed = 0;
+  for (const index of indices) unindexed += (await lance.indexStats(index.name))?.numUnindexedRows ?? 0;
+  return { ann: indices.some((i) => /ivf/i.test(i.indexType)), unindexed };
+}
+
+interface Latencies {
+  text: number[];
+  vector: number[];
+  hybrid: number[];
+  count: number[];
+}
+
+async function measureHttp(server: Server, queries: ReturnType<typeof makeQueries>): Promise<Latencies> {
+  const out: Latencies = { text: [], vector: [], hybrid: [], count: [] };
+  const run = async (into: number[], body: object, path = '/v1/hybrid_search/bench') => {
+    const start = performance.now();
+    await server.post(path, JSON.stringify({ table_name: 'docs', ...body }), {
+      'content-type': 'application/json',
+      accept: ARROW,
+    });
+    into.push(performance.now() - start);
+  };
+  for (let i = 0; i < QUERIES + 20; i++) {
+    const q = i % queries.texts.length;
+    const text = { text_field: 'body', text_query: queries.texts[q], k: K, projection: ['id'] };
+    const vector = { vector_field: 'emb', vector_query: queries.vectors[q], k: K, projection: ['id'] };
+    const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out; // 20 to warm up
+    await run(sink.text, text);
+    await run(sink.vector, vector);
+    await run(sink.hybrid, { ...text, ...vector });
+    await run(sink.count, { field_name: 'body', query: queries.texts[q] }, '/v1/count/bench');
+  }
+  return out;
+}
+
+async function measureInProcess(
+  lance: LanceTable,
+  queries: ReturnType<typeof makeQueries>,
+  ann: boolean,
+): Promise<Latencies> {
+  const out: Latencies = { text: [], vector: [], hybrid: [], count: [] };
+  const time = async (into: number[], run: () => Promise<unknown>) => {
+    const start = performance.now();
+    await run();
+    into.push(performance.now() - start);
+  };
+  const textLeg = (q: number) =>
+    lance
+      .query()
+      .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
+      .select(['_rowkey'])
+      .limit(100)
+      .toArrow();
+  const vectorLeg = (q: number) => {
+    const v = lance
+      .vectorSearch(queries.vectors[q] ?? [])
+      .column('emb')
+      .distanceType('l2')
+      .select(['_rowkey'])
+      .limit(100);
+    return (ann ? v.nprobes(50).refineFactor(10) : v).toArrow();
+  };
+  for (let i = 0; i < QUERIES + 20; i++) {
+    const q = i % queries.texts.length;
+    const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out;
+    await time(sink.text, () => textLeg(q));
+    await time(sink.vector, () => vectorLeg(q));
+    await time(sink.hybrid, () => Promise.all([textLeg(q), vectorLeg(q)]));
+    await time(sink.count, () =>
+      lance
+        .query()
+        .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
+        .select([])
+        .limit(1e9)
+        .toArrow(),
+    );
+  }
+  return out;
+}
+
+const summary = (xs: number[]) => {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return { p50: Number(percentile(sorted, 50).toFixed(2)), p99: Number(percentile(sorted, 99).toFixed(2)) };
+};
+const summarize = (l: Latencies) => ({
+  text: summary(l.text),
+  vector: summary(l.vector),
+  hybrid: summary(l.hybrid),
+  count: summary(l.count),
+});
+
+async function main(): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-search-'));
+  const extra = Math.floor(ROWS / 9); // 10% of the final table
+  console.log(`generating ${ROWS + extra} rows (Zipf text, ${DIM}-d latent-model vectors)…`);
+  const corpus = makeCorpus(ROWS + extra, 1);
+  const queries = makeQueries(50, 2);
+
+  let server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '1000' });
+  await activeDatabase(server, 'bench');
+  await server.post(
+    '/v1/create_table/bench',
+    JSON.stringify({
+      table_name: 'docs',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: DIM },
+      ],
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+    }),
+  );
+  const loadSeconds = await seconds(() => appendCorpus(server, corpus.texts, corpus.vectors, 0, ROWS));
+  console.log(`loaded ${ROWS} rows in ${loadSeconds.toFixed(1)} s; waiting for upkeep to index them…`);
+  // A query opens the table, which hands it to the worker's upkeep.
+  await server.post('/v1/count/bench', JSON.stringify({ table_name: 'docs', field_name: 'body', query: 'x' }));
+  const { lance, close } = await dataset(dataDir);
+  const settleSeconds = await seconds(async () => {
+    for (;;) {
+      const state = await unindexedRows(lance);
+      if (state.ann && state.unindexed === 0) return;
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  });
+  console.log(`indexes built and caught up in ${settleSeconds.toFixed(1)} s`);
+
+  const http = await measureHttp(server, queries);
+  const inProcess = await measureInProcess(lance, queries, true);
+
+  let found = 0;
+  for (let q = 0; q < RECALL_QUERIES; q++) {
+    const query = queries.vectors[q] ?? [];
+    const exact = exactTopK(corpus.vectors.subarray(0, ROWS * DIM), query, K);
+    const body = await server.post(
+      '/v1/hybrid_search/bench',
+      JSON.stringify({ table_name: 'docs', vector_field: 'emb', vector_query: query, k: K, projection: ['id'] }),
+      { 'content-type': 'application/json', accept: 'application/json' },
+    );
+    const got = (JSON.parse(body.toString()) as { data: { id: number }[] }).data.map((r) => r.id);
+    found += got.filter((id) => exact.includes(id)).length;
+  }
+  const rssIndexed = await server.rssMb();
+  const countHits = JSON.parse(
+    (
+      await server.post(
+        '/v1/count/bench',
+        JSON.stringify({ table_name: 'docs', field_name: 'body', query: queries.texts[0] }),
+      )
+    ).toString(),
+  ) as { count: number };
+
+  // 10% more rows that no index covers yet: upkeep held off by a long interval on a restarted server.
+  await server.stop();
+  server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '3600000' }, false);
+  await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
+  const unindexed = await unindexedRows(lance);
+  const httpUnindexed = await measureHttp(server, queries);
+
+  const results = {
+    rows: ROWS,
+    k: K,
+    queries: QUERIES,
+    load_seconds: Number(loadSeconds.toFixed(1)),
+    load_rows_per_s: Math.round(ROWS / loadSeconds),
+    index_build_and_upkeep_seconds: Number(settleSeconds.toFixed(1)),
+    http_ms: summarize(http),
+    in_process_ms: summarize(inProcess),
+    ratio_http_vs_in_process_p50: {
+      text: Number((summary(http.text).p50 / summary(inProcess.text).p50).toFixed(2)),
+      vector: Number((summary(http.vector).p50 / summary(inProcess.vector).p50).toFixed(2)),
+      hybrid: Number((summary(http.hybrid).p50 / summary(inProcess.hybrid).p50).toFixed(2)),
+    },
+    recall_at_10_vector_leg: Number((found / (RECALL_QUERIES * K)).toFixed(3)),
+    count_two_terms: { query: queries.texts[0], hits: countHits.count },
+    with_10pct_unindexed: {
+      unindexed_rows: unindexed.unindexed,
+      http_ms: summarize(httpUnindexed),
+      hybrid_p50_vs_indexed: Number((summary(httpUnindexed.hybrid).p50 / summary(http.hybrid).p50).toFixed(2)),
+    },
+    server_rss_mb: { indexed: rssIndexed, after_unindexed_phase: await server.rssMb() },
+  };
+  saveResults('search', results);
+  close();
+  await server.stop();
+  if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
+}
+
+await main();
