@@ -10,6 +10,8 @@ export const JSON_BODY = { 'content-type': 'application/json' };
 
 export interface Server {
   url: string;
+  /** The API key; a restart on the same data dir passes it back in (the store keeps only the first). */
+  secret: string;
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   rssMb(): Promise<number>;
@@ -17,15 +19,22 @@ export interface Server {
 }
 
 /** Builds, then starts `strata serve` on `dataDir` with `env`, and waits until it answers. */
-export async function startServer(dataDir: string, env: Record<string, string> = {}, build = true): Promise<Server> {
-  if (build) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
-  const secret = `sk_${randomBytes(32).toString('base64url')}`;
+export async function startServer(
+  dataDir: string,
+  env: Record<string, string> = {},
+  options: { build?: boolean; secret?: string } = {},
+): Promise<Server> {
+  if (options.build ?? true) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  const secret = options.secret ?? `sk_${randomBytes(32).toString('base64url')}`;
   const port = 18000 + Math.floor(Math.random() * 1000);
   const child: ChildProcess = spawn(
     process.execPath,
     ['dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
     { env: { ...process.env, ...env, STRATA_BOOTSTRAP_KEY: secret }, stdio: 'inherit' },
   );
+  // A benchmark that dies must not leave its server behind.
+  const reap = () => child.kill('SIGKILL');
+  process.once('exit', reap);
   const url = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 400; i++) {
     const up = await fetch(`${url}/healthz`).then(
@@ -54,6 +63,7 @@ export async function startServer(dataDir: string, env: Record<string, string> =
     });
   return {
     url,
+    secret,
     post,
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
@@ -61,6 +71,7 @@ export async function startServer(dataDir: string, env: Record<string, string> =
     },
     async stop() {
       agent.destroy();
+      process.removeListener('exit', reap);
       child.kill('SIGTERM');
       await new Promise((resolve) => child.once('exit', resolve));
     },

@@ -236,7 +236,11 @@ async function main(): Promise<void> {
 
   // 10% more rows that no index covers yet: upkeep held off by a long interval on a restarted server.
   await server.stop();
-  server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '3600000' }, false);
+  server = await startServer(
+    dataDir,
+    { STRATA_UPKEEP_INTERVAL_MS: '3600000' },
+    { build: false, secret: server.secret },
+  );
   await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
   const unindexed = await unindexedRows(lance);
   const httpUnindexed = await measureHttp(server, queries);
