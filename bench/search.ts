@@ -17,6 +17,8 @@ const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const RECALL_QUERIES = 30;
 const BATCH = 20_000;
 const K = 10;
+/** What the service asks of each leg for k = 10: its window of 100 plus 32 rows of tie slack (search.ts). */
+const LEG_LIMIT = 132;
 
 const vecType = new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true));
 const schema = new arrow.Schema([
@@ -133,17 +135,17 @@ async function measureInProcess(
     lance
       .query()
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
-      .select(['_rowkey'])
-      .limit(100)
+      .select(['_rowkey', '_score', 'id'])
+      .limit(LEG_LIMIT)
       .toArrow();
   const vectorLeg = (q: number) => {
     const v = lance
       .vectorSearch(queries.vectors[q] ?? [])
       .column('emb')
       .distanceType('l2')
-      .select(['_rowkey'])
-      .limit(100);
-    return (ann ? v.nprobes(50).refineFactor(10) : v).toArrow();
+      .select(['_rowkey', 'id'])
+      .limit(LEG_LIMIT);
+    return (ann ? v.nprobes(50).refineFactor(1) : v).toArrow();
   };
   for (let i = 0; i < QUERIES + 20; i++) {
     const q = i % queries.texts.length;
