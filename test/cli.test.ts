@@ -1,12 +1,11 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
 import { rememberSecret } from './support/logs.js';
-import { client } from './support/server.js';
+import { client, freePort } from './support/server.js';
 
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
@@ -22,15 +21,6 @@ function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'strata-cli-'));
   dirs.push(dir);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 interface Served {

@@ -1,6 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
@@ -8,7 +7,7 @@ import { afterAll, expect, test } from 'vitest';
 import { rowsToJson } from '../src/arrow/to-json.js';
 import { SqliteControlStore } from '../src/control/sqlite.js';
 import { rememberSecret } from './support/logs.js';
-import { activeLocalDatabase, client } from './support/server.js';
+import { activeLocalDatabase, client, freePort } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
@@ -33,15 +32,6 @@ function random(seed: number): () => number {
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  if (address === null || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
 
 async function start(): Promise<string> {

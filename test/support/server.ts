@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -127,4 +128,14 @@ export async function activeLocalDatabase(api: Client, name: string, bucket = na
 export async function stateOf(api: Client, name: string): Promise<string | undefined> {
   const list = await api.get<{ databases: { name: string; state: string }[] }>('/v1/databases');
   return list.json.databases.find((db) => db.name === name)?.state;
+}
+
+/** A TCP port free on 127.0.0.1 right now, for servers started as their own process. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  return address.port;
 }
