@@ -84,6 +84,30 @@ describe('append', () => {
     expect(await readTable(strata, 'acme', 'rows', 'all')).toEqual([FULL_ROW, NULL_ROW]);
   });
 
+  test('a batch whose columns are all null round-trips too (Arrow JS writes all-null booleans Lance refuses)', async () => {
+    await db.create({ table_name: 'all_null', schema: ALL_TYPES });
+
+    const viaJson = await db.append('all_null', [NULL_ROW]);
+    const reply = await api.raw(
+      'POST',
+      '/v1/append/rows?table=all_null',
+      { data: [NULL_ROW, NULL_ROW] },
+      { accept: ARROW },
+    );
+    const viaArrow = await db.appendArrow('all_null', new Uint8Array(await reply.arrayBuffer()));
+
+    expect(viaJson.status).toBe(200);
+    expect(reply.status).toBe(200);
+    expect(viaArrow.json.data).toEqual([NULL_ROW, NULL_ROW]);
+    expect(await readTable(strata, 'acme', 'rows', 'all_null')).toEqual([
+      NULL_ROW,
+      NULL_ROW,
+      NULL_ROW,
+      NULL_ROW,
+      NULL_ROW,
+    ]);
+  });
+
   test('other accepted spellings are stored in their canonical form', async () => {
     await db.create({
       table_name: 'spell',
