@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
-import { openDataset, type Row, tablesOf } from './support/tables.js';
+import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
 let strata: TestServer;
 let api: Client;
@@ -131,5 +131,39 @@ describe('index upkeep', () => {
     ).toBe(10_000);
     await db.remove('items', 'id = 10000');
     expect(await count('renamed')).toBe(0);
+  });
+
+  test('writes never fail or wait on upkeep: a burst of appends, replaces and deletes all land', async () => {
+    await db.create({
+      table_name: 'busy',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+      ],
+      indexes: { fts: ['body'] },
+    });
+    await db.append(
+      'busy',
+      Array.from({ length: 200 }, (_, id) => ({ id, body: `v0 row${id}` })),
+    );
+    const statuses: number[] = [];
+    const expected = new Map(Array.from({ length: 200 }, (_, id) => [id, `v0 row${id}`]));
+    for (let round = 1; round <= 40; round++) {
+      const id = (round * 7) % 200;
+      if (round % 4 === 0) {
+        statuses.push((await db.remove('busy', `id = ${id}`)).status);
+        expected.delete(id);
+      } else if (expected.has(id)) {
+        statuses.push((await db.update('busy', `id = ${id}`, [{ id, body: `v${round} row${id}` }])).status);
+        expected.set(id, `v${round} row${id}`);
+      }
+      statuses.push((await db.append('busy', [{ id: 1000 + round, body: `new row${round}` }])).status);
+      expected.set(1000 + round, `new row${round}`);
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+
+    expect(statuses.every((s) => s === 200)).toBe(true);
+    const rows = await readTable(strata, 'acme', 'u', 'busy');
+    expect(new Map(rows.map((r) => [Number(r.id), String(r.body)]))).toEqual(expected);
   });
 });

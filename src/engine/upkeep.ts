@@ -15,6 +15,9 @@ export interface UpkeepLog {
   warn(details: object, message: string): void;
 }
 
+/** Upkeep commits lost to concurrent writes before upkeep waits its turn in the table's write queue. */
+const MAX_PREEMPTED = 3;
+
 /** The metric each declared index trains with; it must match the one queries use. */
 export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   cosine: 'cosine',
@@ -30,13 +33,15 @@ export function annColumns(indices: readonly IndexConfig[]): Set<string> {
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows
  * the exact scan, fold new rows into every index, compact small fragments and prune old versions
- * (`optimize()`). One table at a time, never blocking a read; the table's writes wait while it commits.
+ * (`optimize()`). One table at a time, never blocking a read, and beside the table's writes (see `commit`).
  * A failed pass is logged and tried again on the next one.
  */
 export class Upkeep {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
   private stopped = false;
+  /** Consecutive upkeep commits a table's writes preempted. */
+  private readonly preempted = new Map<string, number>();
 
   constructor(
     private readonly tables: Tables,
@@ -77,8 +82,9 @@ export class Upkeep {
       for (const vector of missing) {
         // IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts).
         const config = Index.ivfRq({ distanceType: LANCE_METRIC[vector.metric], numBits: 4 });
-        await table.writes.run(() => table.lance.createIndex(vector.column, { config }));
-        table.ann.add(vector.column);
+        if (await this.commit(table, () => table.lance.createIndex(vector.column, { config }))) {
+          table.ann.add(vector.column);
+        }
       }
     }
     let stale = false;
@@ -87,9 +93,30 @@ export class Upkeep {
       if ((stats?.numUnindexedRows ?? 0) > 0) stale = true;
     }
     if (stale) {
-      await table.writes.run(() =>
+      await this.commit(table, () =>
         table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
       );
+    }
+  }
+
+  /**
+   * Runs an upkeep commit beside the table's writes. Measured here: a write never fails for it, but a
+   * compaction loses to any update or delete that commits first ("Retryable commit conflict"). So upkeep
+   * retries on the next pass, and after `MAX_PREEMPTED` lost passes in a row takes its turn in the table's
+   * write queue once, so a table written without pause still gets its indexes caught up. True when it
+   * committed.
+   */
+  private async commit(table: TableHandle, run: () => Promise<unknown>): Promise<boolean> {
+    const id = table.record.tableId;
+    const lost = this.preempted.get(id) ?? 0;
+    try {
+      await (lost >= MAX_PREEMPTED ? table.writes.run(run) : run());
+      this.preempted.delete(id);
+      return true;
+    } catch (err) {
+      if (!/Retryable commit conflict/i.test(String(err))) throw err;
+      this.preempted.set(id, lost + 1);
+      return false;
     }
   }
 }
