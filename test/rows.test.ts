@@ -323,6 +323,19 @@ describe('append', () => {
     expect(missing.json.error).toMatch(/query parameter .*table/);
   });
 
+  test.each([
+    ['application/json, text/plain, */*', 'application/json'],
+    ['*/*', ARROW],
+    ['application/*', ARROW],
+    [`application/json;q=0.5, ${ARROW}`, ARROW],
+    [`${ARROW};q=0.2, application/json;q=0.9`, 'application/json'],
+  ])('Accept %j is answered with %s', async (accept, type) => {
+    const res = await api.raw('POST', '/v1/append/rows?table=items', { data: [] }, { accept });
+
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(type);
+  });
+
   test('table versions only grow', async () => {
     const a = await db.append('items', [{ id: 100 }]);
     const b = await db.append('items', [{ id: 101 }]);

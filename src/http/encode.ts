@@ -31,8 +31,8 @@ function matches(range: string, offered: string): boolean {
 }
 
 /**
- * The encoding to answer with: the offered type the `Accept` header ranks highest (the first offered wins
- * ties and a missing header); 406 when it allows none of them.
+ * The encoding to answer with: the offered type the `Accept` header ranks highest (a named type before a
+ * wildcard match, then the first offered; the first offered for a missing header); 406 when it allows none.
  */
 export function negotiate(req: FastifyRequest, offered: readonly string[]): string {
   const header = req.headers.accept;
@@ -45,7 +45,12 @@ export function negotiate(req: FastifyRequest, offered: readonly string[]): stri
     // The most specific range decides a type's quality (RFC 9110 §12.5.1).
     const specific = fitting.find((r) => r.type === type) ?? fitting.find((r) => r.type !== '*/*') ?? fitting[0];
     const q = specific?.q ?? 0;
-    if (q > 0 && (best === undefined || q > best.q)) best = { type, q, specific: specific?.type === type };
+    const named = specific?.type === type;
+    // At equal quality a type the client named beats one it only allowed by a wildcard
+    // ("application/json, text/plain, */*" asks for JSON).
+    if (q > 0 && (best === undefined || q > best.q || (q === best.q && named && !best.specific))) {
+      best = { type, q, specific: named };
+    }
   }
   if (best === undefined) {
     throw new ApiError(
