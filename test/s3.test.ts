@@ -181,6 +181,25 @@ describe('the s3 provider against a real S3 protocol server', () => {
   });
 });
 
+describe('an unreachable bucket', () => {
+  test('is 503 with Retry-After where the service must reach it, and verification fails with 422', async () => {
+    await api.post('/v1/databases', {
+      name: 'gone-bucket',
+      storage: { provider: 's3', bucket: 'strata-test', endpoint: 'http://127.0.0.1:9' },
+    });
+
+    const verify = await api.post('/v1/databases/gone-bucket/storage/verify');
+    const purge = await api.del('/v1/databases/gone-bucket?purge=true');
+
+    expect(verify.status).toBe(422);
+    expect(verify.json.error).toMatch(/^storage verification failed at put/);
+    expect(purge.status).toBe(503);
+    expect(Number(purge.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(purge.json.error).toMatch(/the bucket could not be reached/);
+    expect(await stateOf(api, 'gone-bucket')).toBe('verify_failed');
+  });
+});
+
 describe('tables and rows on the s3 provider', () => {
   test('create, append, update, delete and drop with purge go through the S3 protocol', async () => {
     await s3Database('lake');

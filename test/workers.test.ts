@@ -104,6 +104,11 @@ describe('capacity', () => {
     expect(err.retryAfterS).toBeGreaterThan(0);
     expect(await stateOf(api, 'waiting')).toBe('activating');
 
+    const overHttp = await api.get('/v1/list_tables/waiting');
+    expect(overHttp.status).toBe(503);
+    expect(Number(overHttp.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(overHttp.json.error).toMatch(/no capacity is free|activating/);
+
     held.release();
     const lease = await eventually(
       () => open('waiting').catch(() => undefined),
