@@ -1,6 +1,6 @@
 import type { Data, DataType, Field } from 'apache-arrow';
 import { arrow } from './arrow.js';
-import { UNITS_PER_SECOND, ValueError } from './from-json.js';
+import { intRange, UNITS_PER_SECOND, ValueError } from './from-json.js';
 
 const { Type, Precision } = arrow;
 
@@ -17,12 +17,6 @@ const sameType = (a: DataType, b: DataType): boolean => a.typeId === b.typeId &&
 const isNumeric = (t: DataType) => t.typeId === Type.Int || t.typeId === Type.Float;
 const isString = (t: DataType) => t.typeId === Type.Utf8 || t.typeId === Type.LargeUtf8;
 const isBinary = (t: DataType) => t.typeId === Type.Binary || t.typeId === Type.LargeBinary;
-
-/** Integer range of an Arrow Int type. */
-function intRange(type: InstanceType<typeof arrow.Int>): [bigint, bigint] {
-  const bits = BigInt(type.bitWidth);
-  return type.isSigned ? [-(2n ** (bits - 1n)), 2n ** (bits - 1n) - 1n] : [0n, 2n ** bits - 1n];
-}
 
 function firstNull(data: Data): number {
   for (let i = 0; i < data.length; i++) if (!data.getValid(i)) return i;
@@ -56,7 +50,13 @@ function castNumeric(data: Data, target: DataType, path: string): Data {
       if (big < lo || big > hi) fail(i, v);
       out[i] = (t.bitWidth === 64 ? big : Number(big)) as never;
     }
-    return arrow.makeData({ type: t, length: n, nullCount: data.nullCount, nullBitmap: copyBitmap(data), data: out });
+    return arrow.makeData({
+      type: t,
+      length: n,
+      nullCount: data.nullCount,
+      nullBitmap: rebasedBitmap(data),
+      data: out,
+    });
   }
   const t = target as InstanceType<typeof arrow.Float>;
   const out =
@@ -79,11 +79,11 @@ function castNumeric(data: Data, target: DataType, path: string): Data {
       out[i] = num;
     }
   }
-  return arrow.makeData({ type: t, length: n, nullCount: data.nullCount, nullBitmap: copyBitmap(data), data: out });
+  return arrow.makeData({ type: t, length: n, nullCount: data.nullCount, nullBitmap: rebasedBitmap(data), data: out });
 }
 
 /** The validity bitmap re-based to offset 0, or undefined when nothing is null. */
-function copyBitmap(data: Data): Uint8Array | undefined {
+export function rebasedBitmap(data: Data): Uint8Array | undefined {
   if (data.nullCount === 0) return undefined;
   const out = new Uint8Array(Math.ceil(data.length / 8));
   for (let i = 0; i < data.length; i++) if (data.getValid(i)) out[i >> 3] = (out[i >> 3] ?? 0) | (1 << (i & 7));
@@ -106,7 +106,7 @@ function castVariable(data: Data, target: DataType): Data {
     type: target as never,
     length: n,
     nullCount: data.nullCount,
-    nullBitmap: copyBitmap(data),
+    nullBitmap: rebasedBitmap(data),
     valueOffsets: out as never,
     data: bytes,
   });
@@ -129,7 +129,7 @@ function castTimestamp(data: Data, target: InstanceType<typeof arrow.Timestamp>,
     type: target,
     length: n,
     nullCount: data.nullCount,
-    nullBitmap: copyBitmap(data),
+    nullBitmap: rebasedBitmap(data),
     data: out as never,
   });
 }
@@ -181,7 +181,7 @@ export function castData(data: Data, target: Field, path: string = target.name):
       type: to as InstanceType<typeof arrow.List>,
       length: data.length,
       nullCount: data.nullCount,
-      nullBitmap: copyBitmap(data),
+      nullBitmap: rebasedBitmap(data),
       valueOffsets: rebased,
       child,
     });
@@ -205,7 +205,7 @@ export function castData(data: Data, target: Field, path: string = target.name):
       type: to as InstanceType<typeof arrow.Struct>,
       length: data.length,
       nullCount: data.nullCount,
-      nullBitmap: copyBitmap(data),
+      nullBitmap: rebasedBitmap(data),
       children,
     });
   }
@@ -251,5 +251,11 @@ function castToFixedList(data: Data, target: Field, path: string): Data {
     if (err instanceof ValueError) throw new ValueError(Math.floor(err.index / size), err.path, err.message);
     throw err;
   }
-  return arrow.makeData({ type: to, length: n, nullCount: data.nullCount, nullBitmap: copyBitmap(data), child: cast });
+  return arrow.makeData({
+    type: to,
+    length: n,
+    nullCount: data.nullCount,
+    nullBitmap: rebasedBitmap(data),
+    child: cast,
+  });
 }

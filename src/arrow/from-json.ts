@@ -15,22 +15,19 @@ export class ValueError extends Error {
 }
 
 const encoder = new TextEncoder();
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+/** Strict base64 (RFC 4648, padded): Node's decoder silently skips what it does not understand. */
+export const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
 const DATE = /^(\d{4})-(\d{2})-(\d{2})$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|z|[+-]\d{2}:\d{2})$/;
 const DECIMAL_INT = /^-?\d+$/;
 const MS_PER_DAY = 86_400_000;
 
-const INT_RANGES: Readonly<Record<string, readonly [bigint, bigint]>> = {
-  i8: [-128n, 127n],
-  i16: [-32768n, 32767n],
-  i32: [-2147483648n, 2147483647n],
-  i64: [-(2n ** 63n), 2n ** 63n - 1n],
-  u8: [0n, 255n],
-  u16: [0n, 65535n],
-  u32: [0n, 4294967295n],
-  u64: [0n, 2n ** 64n - 1n],
-};
+/** The smallest and largest value of an Arrow integer type. */
+export function intRange(type: DataType): [bigint, bigint] {
+  const t = type as InstanceType<typeof arrow.Int>;
+  const bits = BigInt(t.bitWidth);
+  return t.isSigned ? [-(2n ** (bits - 1n)), 2n ** (bits - 1n) - 1n] : [0n, 2n ** bits - 1n];
+}
 
 const describe = (value: unknown): string => {
   if (value === null) return 'null';
@@ -76,11 +73,6 @@ export function parseTimestamp(text: string, unit: number): bigint | undefined {
   const per = 1_000_000_000n / (UNITS_PER_SECOND[unit] ?? 1000n);
   if (nanos % per !== 0n) return undefined;
   return nanos / per;
-}
-
-function intSpelling(type: DataType): string {
-  const t = type as InstanceType<typeof arrow.Int>;
-  return `${t.isSigned ? 'i' : 'u'}${t.bitWidth}`;
 }
 
 /** A JSON integer (or, for 64-bit columns, a decimal string) as a bigint, or undefined. */
@@ -156,8 +148,7 @@ function build(col: Column, values: readonly unknown[]): Data {
       return arrow.makeData({ ...base, type: type as InstanceType<typeof arrow.Bool>, data: bits });
     }
     case Type.Int: {
-      const spelling = intSpelling(type);
-      const [lo, hi] = INT_RANGES[spelling] ?? [0n, 0n];
+      const [lo, hi] = intRange(type);
       const wide = (type as InstanceType<typeof arrow.Int>).bitWidth === 64;
       const out = new (type as InstanceType<typeof arrow.Int>).ArrayType(n);
       for (let i = 0; i < n; i++) {

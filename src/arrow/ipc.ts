@@ -1,5 +1,6 @@
 import type { Data, DataType, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from './arrow.js';
+import { rebasedBitmap } from './cast.js';
 
 /** A stream holding only `schema` (and the end-of-stream marker), as `schema_ipc` carries. */
 export function schemaOnlyStream(schema: Schema): Uint8Array {
@@ -20,14 +21,6 @@ export function streamHasBatches(bytes: Uint8Array): boolean {
     if (message.bodyLength > 0) reader.readMessageBody(message.bodyLength);
   }
   return false;
-}
-
-/** The validity bitmap of `data` re-based to bit 0, or undefined when nothing is null. */
-function rebasedBitmap(data: Data): Uint8Array | undefined {
-  if (data.nullCount === 0) return undefined;
-  const out = new Uint8Array(Math.ceil(data.length / 8));
-  for (let i = 0; i < data.length; i++) if (data.getValid(i)) out[i >> 3] = (out[i >> 3] ?? 0) | (1 << (i & 7));
-  return out;
 }
 
 /**

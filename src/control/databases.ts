@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { RegisterDatabaseBody } from '../contract/databases.js';
+import type { Static } from 'typebox';
+import type { DatabaseSummary as DatabaseSummaryBody, RegisterDatabaseBody } from '../contract/databases.js';
 import { Conflict, NotFound, Unprocessable } from '../errors.js';
 import { bindingFrom } from '../storage/binding.js';
 import type { ObjectStore } from '../storage/objects.js';
@@ -16,11 +17,7 @@ export interface WorkerPlacement {
   release(id: string): Promise<void>;
 }
 
-export interface DatabaseSummary {
-  name: string;
-  created_ms: number;
-  state: DatabaseRecord['state'];
-}
+export type DatabaseSummary = Static<typeof DatabaseSummaryBody>;
 
 export const summary = (db: DatabaseRecord): DatabaseSummary => ({
   name: db.name,

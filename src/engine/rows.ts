@@ -1,8 +1,9 @@
-import type { Data, Field, RecordBatch, Schema } from 'apache-arrow';
+import type { Data, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { castData, nullData } from '../arrow/cast.js';
 import { dataFromJson, ValueError } from '../arrow/from-json.js';
 import { BadRequest } from '../errors.js';
+import { ROW_KEY } from './schema.js';
 
 /** A rows body as it arrived: JSON rows (`{data: [...]}`) or the bytes of an Arrow IPC stream. */
 export type RowsBody = { kind: 'json'; rows: readonly unknown[] } | { kind: 'arrow'; bytes: Uint8Array };
@@ -12,6 +13,17 @@ function rowError(err: unknown, rowBase = 0): never {
     throw new BadRequest(`row ${rowBase + Math.max(0, err.index)}, column "${err.path}": ${err.message}`);
   }
   throw err;
+}
+
+/** The row keys of a query result, in result order. */
+export function rowKeysOf(result: Table): BigInt64Array {
+  const keys = new BigInt64Array(result.numRows);
+  let at = 0;
+  for (const chunk of result.getChild(ROW_KEY)?.data ?? []) {
+    keys.set((chunk.values as BigInt64Array).subarray(0, chunk.length), at);
+    at += chunk.length;
+  }
+  return keys;
 }
 
 /** One record batch of exactly `schema` from column data. */

@@ -1,5 +1,6 @@
 import type { DataType, Field, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
+import { BASE64 } from '../arrow/from-json.js';
 import { schemaOnlyStream, streamHasBatches } from '../arrow/ipc.js';
 import { BadRequest } from '../errors.js';
 
@@ -237,9 +238,7 @@ export function schemaFromFields(fields: readonly SchemaFieldInput[]): Schema {
   return new arrow.Schema(out);
 }
 
-const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
-
-/** Strict base64 (RFC 4648, padded): Node's decoder silently skips what it does not understand. */
+/** `text` as bytes, refusing anything that is not strict base64 with a 400 naming `what`. */
 export function decodeBase64(text: string, what: string): Uint8Array {
   if (!BASE64.test(text)) throw new BadRequest(`${what} is not valid base64`);
   return Buffer.from(text, 'base64');

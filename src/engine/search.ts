@@ -1,11 +1,11 @@
 import { MatchQuery, Operator } from '@lancedb/lancedb';
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
-import { parseDate, parseTimestamp } from '../arrow/from-json.js';
+import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
 import { BadRequest } from '../errors.js';
 import { type Fused, fuse, rankLeg } from './fusion.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
-import { batchOf } from './rows.js';
+import { batchOf, rowKeysOf } from './rows.js';
 import { type Metric, ROW_KEY, spellingOf, vectorWidth } from './schema.js';
 import type { TableHandle } from './tables.js';
 import { LANCE_METRIC } from './upkeep.js';
@@ -90,16 +90,10 @@ function ftsColumn(table: TableHandle, field: string | undefined, what: string):
   return field;
 }
 
-function keysOf(table: Table): bigint[] {
-  const column = table.getChild(ROW_KEY);
-  const out: bigint[] = [];
-  if (column === null) return out;
-  for (const chunk of column.data) {
-    const values = chunk.values as BigInt64Array;
-    for (let i = 0; i < chunk.length; i++) out.push(values[i] ?? 0n);
-  }
-  return out;
-}
+const keysOf = (result: Table): bigint[] => Array.from(rowKeysOf(result));
+
+/** Row keys in row order. */
+const inRowOrder = (result: Table): bigint[] => Array.from(rowKeysOf(result).sort());
 
 function numbersOf(table: Table, name: string): number[] {
   const column = table.getChild(name);
@@ -312,13 +306,11 @@ export async function countMatches(table: TableHandle, req: MatchRequest): Promi
   return (await fullTextMatches(table, req, []))?.numRows ?? 0;
 }
 
-const byKey = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
-
 /** The rows `count` would count, in row order, unscored. */
 export async function tokenMatch(table: TableHandle, req: MatchRequest): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
   const hits = await fullTextMatches(table, req, [ROW_KEY]);
-  const keys = hits === undefined ? [] : keysOf(hits).sort(byKey);
+  const keys = hits === undefined ? [] : inRowOrder(hits);
   return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
 }
 
@@ -332,9 +324,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
   switch (type.typeId) {
     case Type.Int: {
       if (!/^-?\d+$/.test(value)) fail('an integer');
-      const t = type as InstanceType<typeof arrow.Int>;
-      const bits = BigInt(t.bitWidth);
-      const [lo, hi] = t.isSigned ? [-(2n ** (bits - 1n)), 2n ** (bits - 1n) - 1n] : [0n, 2n ** bits - 1n];
+      const [lo, hi] = intRange(type);
       const v = BigInt(value);
       if (v < lo || v > hi) fail(`an integer from ${lo} to ${hi}`);
       return v.toString();
@@ -373,6 +363,6 @@ export async function exactMatch(table: TableHandle, req: ExactRequest): Promise
   const lhs =
     field.type.typeId === Type.Timestamp ? `arrow_cast(${quoteName(field.name)}, 'Int64')` : quoteName(field.name);
   const hits = await table.lance.query().where(`${lhs} = ${literal}`).select([ROW_KEY]).limit(ALL_ROWS).toArrow();
-  const keys = keysOf(hits).sort(byKey);
+  const keys = inRowOrder(hits);
   return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
 }

@@ -149,9 +149,14 @@ export class Tables {
     }
   }
 
-  async describe(name: string): Promise<TableDescription & { stored: Schema }> {
+  async describe(name: string): Promise<TableDescription & { arrowSchema: Schema }> {
     const handle = await this.get(name);
-    return { table_name: name, schema: describeSchema(handle.schema), indexes: handle.indexes, stored: handle.schema };
+    return {
+      table_name: name,
+      schema: describeSchema(handle.schema),
+      indexes: handle.indexes,
+      arrowSchema: handle.schema,
+    };
   }
 
   async list(): Promise<{ table_name: string; num_rows: number }[]> {

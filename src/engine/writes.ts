@@ -3,7 +3,7 @@ import { arrow } from '../arrow/arrow.js';
 import { Conflict } from '../errors.js';
 import type { CatalogStore } from './catalog.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
-import { batchOf, parseRows, type RowsBody } from './rows.js';
+import { batchOf, parseRows, type RowsBody, rowKeysOf } from './rows.js';
 import { ROW_KEY, storedSchema } from './schema.js';
 import type { TableHandle } from './tables.js';
 
@@ -51,18 +51,7 @@ export async function append(catalog: CatalogStore, table: TableHandle, body: Ro
 
 /** The row keys `predicate` matches, in row order. */
 async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  const found = await table.lance.query().where(predicate).select([ROW_KEY]).toArrow();
-  const keys = new BigInt64Array(found.numRows);
-  let at = 0;
-  for (const batch of found.batches) {
-    const column = batch.getChildAt(0);
-    if (column === null) continue;
-    for (const chunk of column.data) {
-      keys.set((chunk.values as BigInt64Array).subarray(0, chunk.length), at);
-      at += chunk.length;
-    }
-  }
-  return keys.sort();
+  return rowKeysOf(await table.lance.query().where(predicate).select([ROW_KEY]).toArrow()).sort();
 }
 
 /**

@@ -65,7 +65,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const table = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
         worker.tables.describe(req.body.table_name),
       );
-      return req.body.encoding === 'ipc' ? { schema_ipc: schemaToIpc(table.stored) } : table.schema;
+      return req.body.encoding === 'ipc' ? { schema_ipc: schemaToIpc(table.arrowSchema) } : table.schema;
     },
   );
 
