@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Every setting Strata reads, parsed once from the environment (and CLI flags, which override it). */
@@ -11,6 +12,10 @@ export interface Config {
   maxBodyBytes: number;
   sqlTimeoutMs: number;
   sqlMaxRows: number;
+  /** DuckDB memory limit of each database's SQL engine, MiB; beyond it queries spill or fail (ext). */
+  sqlMemoryMb: number;
+  /** DuckDB threads of each database's SQL engine (ext). */
+  sqlThreads: number;
   maxActiveDatabases: number;
   /** How long a worker may sit unused before it is let go (ext). */
   workerIdleMs: number;
@@ -51,6 +56,8 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'max-body-bytes': 'STRATA_MAX_BODY_BYTES',
   'sql-timeout-ms': 'STRATA_SQL_TIMEOUT_MS',
   'sql-max-rows': 'STRATA_SQL_MAX_ROWS',
+  'sql-memory-mb': 'STRATA_SQL_MEMORY_MB',
+  'sql-threads': 'STRATA_SQL_THREADS',
   'max-active-databases': 'STRATA_MAX_ACTIVE_DATABASES',
   'worker-idle-ms': 'STRATA_WORKER_IDLE_MS',
   'rate-limit-per-minute': 'STRATA_RATE_LIMIT_PER_MINUTE',
@@ -118,6 +125,8 @@ export function loadConfig(env: Env): Config {
     maxBodyBytes: integer(env, 'STRATA_MAX_BODY_BYTES', 256 * 1024 * 1024, 1),
     sqlTimeoutMs: integer(env, 'STRATA_SQL_TIMEOUT_MS', 30_000, 1),
     sqlMaxRows: integer(env, 'STRATA_SQL_MAX_ROWS', 1_000_000, 1),
+    sqlMemoryMb: integer(env, 'STRATA_SQL_MEMORY_MB', 4096, 64),
+    sqlThreads: integer(env, 'STRATA_SQL_THREADS', Math.max(1, availableParallelism()), 1),
     maxActiveDatabases: integer(env, 'STRATA_MAX_ACTIVE_DATABASES', 64, 1),
     workerIdleMs: integer(env, 'STRATA_WORKER_IDLE_MS', 300_000, 1),
     rateLimitPerMinute: integer(env, 'STRATA_RATE_LIMIT_PER_MINUTE', 60_000, 1),

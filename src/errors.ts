@@ -40,6 +40,12 @@ export class Conflict extends ApiError {
   }
 }
 
+export class RequestTimeout extends ApiError {
+  constructor(message: string) {
+    super(408, message);
+  }
+}
+
 export class Unprocessable extends ApiError {
   constructor(message: string, details?: Readonly<Record<string, unknown>>) {
     super(422, message, undefined, details);

@@ -50,3 +50,8 @@ export const ExactMatchBody = Type.Object(
   },
   { additionalProperties: false },
 );
+
+export const QuerySqlBody = Type.Object(
+  { query: Type.String({ description: 'exactly one read-only statement over the database tables' }) },
+  { additionalProperties: false },
+);

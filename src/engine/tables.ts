@@ -4,6 +4,7 @@ import type { Schema } from 'apache-arrow';
 import { BadRequest, Conflict, NotFound } from '../errors.js';
 import type { LanceLocation } from '../storage/lance.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
+import { TableChanges } from './changes.js';
 import {
   type Analyzer,
   type ColumnDescriptor,
@@ -44,6 +45,8 @@ export interface TableHandle {
   writes: Serial;
   /** Vector columns whose ANN index exists: their searches set nprobes and refine. */
   ann: Set<string>;
+  /** What each version this worker saw committed did to the rows (SQL reloads only what changed). */
+  changes: TableChanges;
 }
 
 /** The Lance FTS settings of each analyzer (DESIGN.md): no stemming, no stop words, ever. */
@@ -160,13 +163,23 @@ export class Tables {
   }
 
   async list(): Promise<{ table_name: string; num_rows: number }[]> {
-    const records = (await this.catalog.listTables(this.databaseId)).filter((r) => r.state === 'ready');
+    const records = await this.ready();
     return Promise.all(
       records.map(async (record) => ({
         table_name: record.name,
         num_rows: await (await this.open(record)).lance.countRows(),
       })),
     );
+  }
+
+  /** The catalog entries of the database's finished tables. */
+  async ready(): Promise<TableRecord[]> {
+    return (await this.catalog.listTables(this.databaseId)).filter((r) => r.state === 'ready');
+  }
+
+  /** The open table of a catalog entry. */
+  handleOf(record: TableRecord): Promise<TableHandle> {
+    return this.open(record);
   }
 
   /** The open table of that name; 404 when the catalog has no finished table of that name. */
@@ -188,6 +201,7 @@ export class Tables {
           lance,
           writes: new Serial(),
           ann: annColumns(await lance.listIndices()),
+          changes: new TableChanges(),
         };
       })();
       handle.catch(() => this.handles.delete(record.tableId));

@@ -110,7 +110,9 @@ export class Upkeep {
     const id = table.record.tableId;
     const lost = this.preempted.get(id) ?? 0;
     try {
-      await (lost >= MAX_PREEMPTED ? table.writes.run(run) : run());
+      // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
+      const maintain = () => table.changes.maintain(() => table.lance.version(), run);
+      await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
       return true;
     } catch (err) {

@@ -1,5 +1,7 @@
 import { connect } from '@lancedb/lancedb';
 import { Unavailable } from '../errors.js';
+import { SqlDatabase, type SqlLimits, type SqlResult } from '../sql/database.js';
+import type { InstanceOptions } from '../sql/lockdown.js';
 import type { Binding } from '../storage/binding.js';
 import { lanceLocation } from '../storage/lance.js';
 import type { StorageEnv } from '../storage/open.js';
@@ -15,6 +17,7 @@ import {
   type RowsResult,
   tokenMatch,
 } from './search.js';
+import { LanceSqlSource } from './sql-source.js';
 import { Tables } from './tables.js';
 import { Upkeep, type UpkeepLog, type UpkeepOptions } from './upkeep.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
@@ -31,6 +34,7 @@ export interface WorkerDeps {
   catalog: CatalogStore;
   storage: StorageEnv;
   upkeep: UpkeepOptions;
+  sql: InstanceOptions & SqlLimits;
   log: UpkeepLog;
 }
 
@@ -44,12 +48,15 @@ const RENEW_BEFORE_MS = 5 * 60_000;
 export class DatabaseWorker {
   private inFlight = 0;
   private lastUsedMs = Date.now();
+  /** The database's DuckDB, opened on its first SQL query. */
+  private sqlEngine: Promise<SqlDatabase> | undefined;
 
   private constructor(
     readonly ref: DatabaseRef,
     readonly catalog: CatalogStore,
     readonly tables: Tables,
     readonly upkeep: Upkeep,
+    private readonly sqlOptions: InstanceOptions & SqlLimits,
     private readonly expiresAtMs: number | undefined,
   ) {}
 
@@ -63,7 +70,7 @@ export class DatabaseWorker {
     const tables = new Tables(connection, deps.catalog, ref.id, location);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log);
     upkeep.start();
-    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, location.expiresAtMs);
+    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs);
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
@@ -94,6 +101,16 @@ export class DatabaseWorker {
     return this.tables.get(table).then((handle) => exactMatch(handle, req));
   }
 
+  /** Runs one read-only SQL statement over the database's tables, each at its latest version. */
+  async querySql(sql: string): Promise<SqlResult> {
+    if (this.sqlEngine === undefined) {
+      const opening = SqlDatabase.open(new LanceSqlSource(this.tables), this.sqlOptions);
+      opening.catch(() => (this.sqlEngine = undefined));
+      this.sqlEngine = opening;
+    }
+    return (await this.sqlEngine).query(sql, this.sqlOptions);
+  }
+
   /** True when its bucket credentials are about to expire. */
   get stale(): boolean {
     return this.expiresAtMs !== undefined && this.expiresAtMs - Date.now() < RENEW_BEFORE_MS;
@@ -122,6 +139,7 @@ export class DatabaseWorker {
 
   async close(): Promise<void> {
     await this.upkeep.stop();
+    await (await this.sqlEngine?.catch(() => undefined))?.close();
     await this.tables.close();
   }
 }

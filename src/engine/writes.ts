@@ -2,6 +2,7 @@ import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { Conflict } from '../errors.js';
 import type { CatalogStore } from './catalog.js';
+import type { ChangeKind } from './changes.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
 import { batchOf, parseRows, type RowsBody, rowKeysOf } from './rows.js';
 import { ROW_KEY, storedSchema } from './schema.js';
@@ -36,6 +37,22 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
+/** Runs one commit of a write, telling the table's change record what kind of version it made. */
+async function committing<T extends { version: number }>(
+  table: TableHandle,
+  kind: ChangeKind,
+  commit: () => Promise<T>,
+): Promise<T> {
+  const done = table.changes.beginWrite();
+  try {
+    const result = await commit();
+    done({ version: result.version, kind });
+    return result;
+  } finally {
+    done();
+  }
+}
+
 /** Appends all rows in one commit, or none (API.md §5). */
 export async function append(catalog: CatalogStore, table: TableHandle, body: RowsBody): Promise<WriteResult> {
   const { batches: rows, stream } = parseRows(table.schema, body);
@@ -44,7 +61,9 @@ export async function append(catalog: CatalogStore, table: TableHandle, body: Ro
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await table.lance.add(new arrow.Table(withRowKeys(table, rows, keys)));
+    const result = await committing(table, 'append', () =>
+      table.lance.add(new arrow.Table(withRowKeys(table, rows, keys))),
+    );
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
@@ -85,10 +104,12 @@ export async function replace(
         n_not_found: 0,
       };
     }
-    const merged = await table.lance
-      .mergeInsert(ROW_KEY)
-      .whenMatchedUpdateAll()
-      .execute(new arrow.Table(withRowKeys(table, rows, keys)));
+    const merged = await committing(table, 'rewrite', () =>
+      table.lance
+        .mergeInsert(ROW_KEY)
+        .whenMatchedUpdateAll()
+        .execute(new arrow.Table(withRowKeys(table, rows, keys))),
+    );
     const tombstoned = merged.numUpdatedRows;
     return {
       rows,
@@ -111,7 +132,7 @@ export async function remove(
   return table.writes.run(async () => {
     const matched = await readingPredicate(() => table.lance.countRows(checked));
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
-    const deleted = await table.lance.delete(checked);
+    const deleted = await committing(table, 'rewrite', () => table.lance.delete(checked));
     const tombstoned = Math.min(matched, deleted.numDeletedRows);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });

@@ -17,6 +17,7 @@ import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
 import { rowRoutes } from './routes/rows.js';
 import { searchRoutes } from './routes/search.js';
+import { sqlRoutes } from './routes/sql.js';
 import { tableRoutes } from './routes/tables.js';
 
 export interface AppOptions {
@@ -66,6 +67,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         annMinRows: config.annMinRows,
         retainMs: config.versionRetentionMs,
       },
+      sql: {
+        memoryMb: config.sqlMemoryMb,
+        threads: config.sqlThreads,
+        timeoutMs: config.sqlTimeoutMs,
+        maxRows: config.sqlMaxRows,
+      },
       log: { warn: (details, message) => app.log.warn(details, message) },
     },
     capacity: config.maxActiveDatabases,
@@ -107,6 +114,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(tableRoutes);
   await app.register(rowRoutes);
   await app.register(searchRoutes);
+  await app.register(sqlRoutes);
 
   workers.start();
   app.addHook('onClose', async () => {

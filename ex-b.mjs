@@ -1,0 +1,35 @@
+import { DuckDBInstance, DuckDBDataChunk, FLOAT, BIGINT, VARCHAR, ARRAY, DOUBLE } from '@duckdb/node-api';
+import duckdb from '@duckdb/node-bindings';
+const inst = await DuckDBInstance.create(':memory:', { enable_external_access: 'false' });
+const con = await inst.connect();
+await con.run('create table t (id bigint, x double, s varchar, v float[384])');
+const N = 200000, D = 384;
+const ids = BigInt64Array.from({length: N}, (_, i) => BigInt(i));
+const xs = Float64Array.from({length: N}, (_, i) => i / 3);
+const vs = new Float32Array(N * D); for (let i = 0; i < vs.length; i++) vs[i] = Math.random();
+const enc = new TextEncoder();
+const strs = Array.from({length: N}, (_, i) => enc.encode('category_' + (i % 50) + (i % 7 ? ' a much longer string value here' : '')));
+const t0 = performance.now();
+const app = await con.createAppender('t');
+const chunk = DuckDBDataChunk.create([BIGINT, DOUBLE, VARCHAR, ARRAY(FLOAT, D)]);
+const cap = duckdb.vector_size();
+for (let at = 0; at < N; at += cap) {
+  const n = Math.min(cap, N - at);
+  duckdb.data_chunk_reset(chunk.chunk);
+  const c0 = duckdb.data_chunk_get_vector(chunk.chunk, 0);
+  duckdb.copy_data_to_vector(c0, 0, ids.buffer, at * 8, n * 8);
+  const c1 = duckdb.data_chunk_get_vector(chunk.chunk, 1);
+  duckdb.copy_data_to_vector(c1, 0, xs.buffer, at * 8, n * 8);
+  const c2 = duckdb.data_chunk_get_vector(chunk.chunk, 2);
+  for (let i = 0; i < n; i++) duckdb.vector_assign_string_element_len(c2, i, strs[at + i]);
+  const c3 = duckdb.data_chunk_get_vector(chunk.chunk, 3);
+  const child = duckdb.array_vector_get_child(c3);
+  duckdb.copy_data_to_vector(child, 0, vs.buffer, at * D * 4, n * D * 4);
+  duckdb.data_chunk_set_size(chunk.chunk, n);
+  duckdb.append_data_chunk(app.appender, chunk.chunk);
+}
+app.closeSync();
+const t1 = performance.now();
+console.log('rows/s', Math.round(N / ((t1 - t0) / 1000)));
+const r = await con.runAndReadAll('select count(*), sum(id), sum(x), count(distinct s), sum(v[1]), sum(v[384]) from t');
+console.log(r.getRowsJson(), ids.reduce((a,b)=>a+b,0n), vs.filter((_, i)=> i % D === 0).reduce((a,b)=>a+b,0));

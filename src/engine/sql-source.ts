@@ -1,0 +1,60 @@
+import type { RecordBatch, Schema } from 'apache-arrow';
+import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
+import type { TableRecord } from './catalog.js';
+import { ROW_KEY, schemaFromIpc } from './schema.js';
+import type { Tables } from './tables.js';
+
+/** The largest row key of a batch read with the key column. */
+function maxKeyOf(batch: RecordBatch): bigint {
+  const keys = batch.getChild(ROW_KEY)?.data[0]?.values as BigInt64Array | undefined;
+  let max = -1n;
+  for (const key of keys ?? []) if (key > max) max = key;
+  return max;
+}
+
+/** A database's Lance tables as the SQL engine reads them: the user's columns, never the row key. */
+export class LanceSqlSource implements SqlSource {
+  /** Decoded schemas by table id (a table's schema never changes). */
+  private readonly schemas = new Map<string, Schema>();
+  private readonly records = new Map<string, TableRecord>();
+
+  constructor(private readonly store: Tables) {}
+
+  async tables(): Promise<SqlTable[]> {
+    const records = await this.store.ready();
+    return records.map((record) => {
+      this.records.set(record.tableId, record);
+      let schema = this.schemas.get(record.tableId);
+      if (schema === undefined) {
+        schema = schemaFromIpc(record.schemaIpc);
+        this.schemas.set(record.tableId, schema);
+      }
+      return { id: record.tableId, name: record.name, schema };
+    });
+  }
+
+  private handle(table: SqlTable) {
+    const record = this.records.get(table.id);
+    if (record === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
+    return this.store.handleOf(record);
+  }
+
+  async version(table: SqlTable): Promise<number> {
+    return (await this.handle(table)).lance.version();
+  }
+
+  async changed(table: SqlTable, from: number, to: number): Promise<SqlDifference> {
+    return (await this.handle(table)).changes.between(from, to);
+  }
+
+  async *scan(table: SqlTable, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
+    const handle = await this.handle(table);
+    const columns = table.schema.fields.map((f) => f.name);
+    let query = handle.lance.query().select([...columns, ROW_KEY]);
+    if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
+    for await (const batch of query) {
+      if (batch.numRows === 0) continue;
+      yield { batch: batch.select(columns), maxKey: maxKeyOf(batch) };
+    }
+  }
+}

@@ -1,0 +1,240 @@
+import type { DuckDBConnection, DuckDBInstance, DuckDBResult, DuckDBType } from '@duckdb/node-api';
+import type { Field, RecordBatch, Schema } from 'apache-arrow';
+import { arrow } from '../arrow/arrow.js';
+import { BadRequest, RequestTimeout } from '../errors.js';
+import { BatchAppender, duckdbType, quoteIdent } from './ingest.js';
+import { checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
+import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
+
+/** A table of the database as SQL sees it: its name and the user's columns. */
+export interface SqlTable {
+  id: string;
+  name: string;
+  schema: Schema;
+}
+
+/** How the rows of a table changed between two versions (see engine/changes.ts). */
+export type SqlDifference = 'none' | 'append' | 'rewrite';
+
+/** Rows read from a table, without the service's row key, and the largest key among them. */
+export interface KeyedBatch {
+  batch: RecordBatch;
+  maxKey: bigint;
+}
+
+/** What SQL needs of the tables' engine: versions, what changed between them, and the rows. */
+export interface SqlSource {
+  /** The database's finished tables now. */
+  tables(): Promise<SqlTable[]>;
+  version(table: SqlTable): Promise<number>;
+  changed(table: SqlTable, from: number, to: number): Promise<SqlDifference>;
+  /** The rows of the table's latest version (only those with a row key above `afterKey`). */
+  scan(table: SqlTable, afterKey: bigint | undefined): AsyncIterable<KeyedBatch>;
+}
+
+export interface SqlLimits {
+  timeoutMs: number;
+  maxRows: number;
+}
+
+export interface SqlResult {
+  schema: Schema;
+  rows: RecordBatch[];
+}
+
+/** What the DuckDB copy of one table holds. */
+interface Loaded {
+  table: SqlTable;
+  /** The Lance version the copy was read at (or after); -1 while it is an empty placeholder. */
+  version: number;
+  maxKey: bigint | undefined;
+}
+
+/** Table functions that take a table's name as a string, where the name may not appear as a word. */
+const INDIRECT = /\bquery(?:_table)?\s*\(/i;
+
+/**
+ * The SQL engine of one database: a locked-down DuckDB holding a copy of each table under its own name
+ * (every table exists from the start, empty until a query first names it, so SHOW TABLES and DESCRIBE see
+ * them all). Before a statement runs, the tables it names are brought to their latest Lance version: an
+ * append loads only the new rows, anything else reloads the table into a fresh copy swapped in with one
+ * transaction, so queries already running keep the snapshot they started with.
+ */
+export class SqlDatabase {
+  private readonly loaded = new Map<string, Loaded>();
+  /** Catalog sync and loads, one at a time; queries run beside them and each other. */
+  private loading: Promise<unknown> = Promise.resolve();
+  private closed = false;
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly loader: DuckDBConnection,
+    private readonly source: SqlSource,
+  ) {}
+
+  static async open(source: SqlSource, options: InstanceOptions): Promise<SqlDatabase> {
+    const instance = await openLockedInstance(options);
+    return new SqlDatabase(instance, await instance.connect(), source);
+  }
+
+  async query(sql: string, limits: SqlLimits): Promise<SqlResult> {
+    const connection = await this.instance.connect();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      connection.interrupt();
+    }, limits.timeoutMs);
+    const overTime = () =>
+      new RequestTimeout(`query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`);
+    try {
+      const tables = await this.exclusively(() => this.syncCatalog());
+      const prepared = await checkStatement(connection, sql);
+      try {
+        const named = this.named(sql, tables);
+        // A load that outlives the deadline still finishes (the next query gains from it).
+        const load = this.exclusively(() => this.refresh(named));
+        const deadline = new Promise<never>((_, reject) => {
+          const check = setInterval(() => {
+            if (timedOut) reject(overTime());
+          }, 20);
+          void load.finally(() => clearInterval(check)).catch(() => undefined);
+        });
+        await Promise.race([load, deadline]);
+        const result = await sqlCall(() => prepared.stream());
+        return await this.collect(result, limits.maxRows);
+      } finally {
+        prepared.destroySync();
+      }
+    } catch (err) {
+      if (timedOut) throw overTime();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      connection.closeSync();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.loading.catch(() => undefined);
+    this.loader.closeSync();
+    this.instance.closeSync();
+  }
+
+  private exclusively<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.loading.then(work, work);
+    this.loading = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The tables a statement names: any table whose name appears as a word, or all when it names them indirectly. */
+  private named(sql: string, tables: readonly SqlTable[]): SqlTable[] {
+    if (INDIRECT.test(sql)) return [...tables];
+    const words = new Set(sql.toLowerCase().match(/[a-z0-9_]+/g) ?? []);
+    return tables.filter((t) => words.has(t.name.toLowerCase()));
+  }
+
+  /** Makes DuckDB's tables those of the catalog: dropped tables go, new ones appear empty. */
+  private async syncCatalog(): Promise<SqlTable[]> {
+    const tables = await this.source.tables();
+    const ids = new Set(tables.map((t) => t.id));
+    for (const [id, entry] of this.loaded) {
+      if (ids.has(id)) continue;
+      await this.loader.run(`DROP TABLE IF EXISTS ${quoteIdent(entry.table.name)}`);
+      this.loaded.delete(id);
+    }
+    for (const table of tables) {
+      if (this.loaded.has(table.id)) continue;
+      await this.loader.run(`CREATE TABLE ${quoteIdent(table.name)} (${columnsDdl(table.schema)})`);
+      this.loaded.set(table.id, { table, version: -1, maxKey: undefined });
+    }
+    return tables;
+  }
+
+  /** Brings each table to its latest version, loading only what changed. */
+  private async refresh(tables: readonly SqlTable[]): Promise<void> {
+    for (const table of tables) {
+      const entry = this.loaded.get(table.id);
+      if (entry === undefined || this.closed) continue;
+      // Read before the rows, so the copy holds this version or a later one, never an earlier one.
+      const version = await this.source.version(table);
+      if (version === entry.version) continue;
+      const difference = entry.version < 0 ? 'rewrite' : await this.source.changed(table, entry.version, version);
+      if (difference === 'append') {
+        await this.loader.run('BEGIN TRANSACTION');
+        try {
+          entry.maxKey = await this.copyRows(table, table.name, entry.maxKey);
+          await this.loader.run('COMMIT');
+        } catch (err) {
+          await this.loader.run('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      } else if (difference === 'rewrite') {
+        entry.maxKey = await this.reload(table);
+      }
+      entry.version = version;
+    }
+  }
+
+  /** Loads a table into a fresh copy and swaps it in under the table's name in one transaction. */
+  private async reload(table: SqlTable): Promise<bigint | undefined> {
+    const staging = quoteIdent(`__strata_loading_${table.id}`);
+    await this.loader.run(`DROP TABLE IF EXISTS ${staging}`);
+    await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(table.schema)})`);
+    try {
+      const maxKey = await this.copyRows(table, `__strata_loading_${table.id}`, undefined);
+      await this.loader.run('BEGIN TRANSACTION');
+      await this.loader.run(`DROP TABLE ${quoteIdent(table.name)}`);
+      await this.loader.run(`ALTER TABLE ${staging} RENAME TO ${quoteIdent(table.name)}`);
+      await this.loader.run('COMMIT');
+      return maxKey;
+    } catch (err) {
+      await this.loader.run('ROLLBACK').catch(() => undefined);
+      await this.loader.run(`DROP TABLE IF EXISTS ${staging}`).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. */
+  private async copyRows(table: SqlTable, into: string, afterKey: bigint | undefined): Promise<bigint | undefined> {
+    const appender = await this.loader.createAppender(into);
+    let maxKey = afterKey;
+    try {
+      const batches = new BatchAppender(appender);
+      for await (const { batch, maxKey: batchMax } of this.source.scan(table, afterKey)) {
+        batches.append(batch);
+        if (maxKey === undefined || batchMax > maxKey) maxKey = batchMax;
+      }
+      appender.flushSync();
+    } finally {
+      appender.closeSync();
+    }
+    return maxKey;
+  }
+
+  /** Reads a result into Arrow batches, refusing it once it passes the row cap. */
+  private async collect(result: DuckDBResult, maxRows: number): Promise<SqlResult> {
+    const types: DuckDBType[] = result.columnTypes();
+    const names = result.deduplicatedColumnNames();
+    const schema = new arrow.Schema(
+      names.map((name, c) => new arrow.Field(name, arrowType(types[c] as DuckDBType), true)),
+    );
+    const rows: RecordBatch[] = [];
+    let count = 0;
+    for (;;) {
+      const chunk = await sqlCall(() => result.fetchChunk());
+      if (chunk === null || chunk.rowCount === 0) break;
+      count += chunk.rowCount;
+      if (count > maxRows) {
+        throw new BadRequest(`query returns more than ${maxRows} rows (STRATA_SQL_MAX_ROWS); add a LIMIT or aggregate`);
+      }
+      rows.push(chunkToBatch(chunk, types, schema));
+    }
+    const narrowed = narrowHugeints(schema, types, rows);
+    return { schema: narrowed.schema, rows: narrowed.batches };
+  }
+}
+
+function columnsDdl(schema: Schema): string {
+  return (schema.fields as Field[]).map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}`).join(', ');
+}
