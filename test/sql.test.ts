@@ -39,7 +39,11 @@ const TEAMS = [
 ];
 
 beforeAll(async () => {
-  strata = await startStrata({ STRATA_SQL_MAX_ROWS: '5000', STRATA_SQL_TIMEOUT_MS: '1500' });
+  strata = await startStrata({
+    STRATA_SQL_MAX_ROWS: '5000',
+    STRATA_SQL_TIMEOUT_MS: '1500',
+    STRATA_UPKEEP_INTERVAL_MS: '50',
+  });
   api = await strata.as('acme');
   await activeLocalDatabase(api, 'q');
   db = tablesOf(api, 'q');
@@ -130,5 +134,227 @@ describe('query_sql reads the database tables', () => {
     const table = arrow.tableFromIPC(new Uint8Array(await res.arrayBuffer()));
     expect(table.schema.fields.map((f) => String(f.type))).toEqual(['Int64', 'Utf8', 'FixedSizeList[3]<Float32>']);
     expect(rowsToJson(table)).toEqual(PEOPLE.map(({ id, name, emb }) => ({ id, name, emb })));
+  });
+});
+
+describe('query_sql refuses anything but one read-only statement', () => {
+  const refused = [
+    'CREATE TABLE x (a INT)',
+    'CREATE TABLE x AS SELECT * FROM people',
+    'INSERT INTO people (id) VALUES (99)',
+    'UPDATE people SET salary = 0',
+    'DELETE FROM people',
+    'DROP TABLE people',
+    'ALTER TABLE people ADD COLUMN z INT',
+    "COPY people TO 'out.csv'",
+    "COPY (SELECT 1) TO '/tmp/strata-copy.csv'",
+    "EXPORT DATABASE '/tmp/strata-export'",
+    "ATTACH ':memory:' AS m",
+    "ATTACH '/tmp/strata-attached.duckdb' AS f",
+    'INSTALL httpfs',
+    'LOAD httpfs',
+    "SET memory_limit = '1TB'",
+    'RESET memory_limit',
+    'PRAGMA version',
+    "PRAGMA memory_limit = '1TB'",
+    'CHECKPOINT',
+    'CALL pragma_version()',
+    'EXPLAIN SELECT 1',
+    'SELECT 1; SELECT 2',
+    'SELECT 1; DROP TABLE people',
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_text('/etc/hostname')",
+    "SELECT * FROM read_blob('/etc/hostname')",
+    "SELECT * FROM glob('/*')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT * FROM read_parquet('https://example.com/x.parquet')",
+    "SELECT * FROM query('CREATE TABLE y (a INT)')",
+    "SELECT getenv('HOME')",
+    '',
+    '   -- only a comment',
+  ];
+  test.each(refused)('%s → 400', async (query) => {
+    const reply = await sql(query);
+    expect(reply.status, JSON.stringify(reply.json)).toBe(400);
+    expect(reply.json.error).toEqual(expect.any(String));
+  });
+
+  test('refusals name what was refused', async () => {
+    expect((await sql('DROP TABLE people')).json.error).toMatch(/read-only.*DROP is not allowed/);
+    expect((await sql('SELECT 1; SELECT 2')).json.error).toMatch(/exactly one statement; it has 2/);
+    expect((await sql("SELECT * FROM read_csv('/etc/passwd')")).json.error).toMatch(/Permission Error/);
+    expect((await sql('SELECT nope FROM people')).json.error).toMatch(/Binder Error.*nope/s);
+    expect((await sql('SELEKT 1')).json.error).toMatch(/SELEKT is not allowed/);
+    expect((await sql('SELECT FROM WHERE')).json.error).toMatch(/Parser Error/);
+  });
+
+  test('the server keeps its data, its health and its settings after every refusal', async () => {
+    expect((await api.get('/healthz')).status).toBe(200);
+    expect(await rows('SELECT count(*) AS n FROM people')).toEqual([{ n: PEOPLE.length }]);
+    expect(await rows("SELECT current_setting('enable_external_access') AS v")).toEqual([{ v: false }]);
+    expect(await rows("SELECT current_setting('lock_configuration') AS v")).toEqual([{ v: true }]);
+    expect(await rows('SHOW TABLES')).toEqual([{ name: 'people' }, { name: 'teams' }]);
+  });
+
+  test("a file of the server's own is unreachable by any path", async () => {
+    const { writeFile } = await import('node:fs/promises');
+    const { join } = await import('node:path');
+    const secret = join(strata.dataDir, 'server-secret.csv');
+    await writeFile(secret, 'token\nsuper-secret-value\n');
+    for (const query of [
+      `SELECT * FROM '${secret}'`,
+      `SELECT * FROM read_csv('${secret}')`,
+      `SELECT * FROM read_csv_auto('${secret}')`,
+      `SELECT content FROM read_text('${secret}')`,
+      `SELECT * FROM sniff_csv('${secret}')`,
+    ]) {
+      const reply = await sql(query);
+      expect(reply.status, query).toBe(400);
+      expect(JSON.stringify(reply.json)).not.toContain('super-secret-value');
+    }
+  });
+
+  test("another database's tables do not exist here, under any name", async () => {
+    await activeLocalDatabase(api, 'other');
+    const other = tablesOf(api, 'other');
+    await other.create({ table_name: 'vault', schema: [{ name: 'secret', type: 'utf8' }] });
+    await other.append('vault', [{ secret: 'other-db-secret' }]);
+    expect(await sqlOn('other')('SELECT * FROM vault')).toMatchObject({
+      status: 200,
+      json: { data: [{ secret: 'other-db-secret' }] },
+    });
+    for (const query of [
+      'SELECT * FROM vault',
+      'SELECT * FROM other.vault',
+      'SELECT * FROM other.main.vault',
+      "SELECT * FROM query_table('vault')",
+    ]) {
+      const reply = await sql(query);
+      expect(reply.status, query).toBe(400);
+      expect(JSON.stringify(reply.json)).not.toContain('other-db-secret');
+    }
+    // Nor does another account's database, by its name.
+    const intruder = await strata.as('intruder');
+    const reply = await intruder.request('POST', '/v1/query_sql/other', { query: 'SELECT * FROM vault' });
+    expect(reply.status).toBe(404);
+  });
+
+  test('unknown database 404, unknown fields 400, no key 401, unacceptable Accept 406', async () => {
+    expect((await sqlOn('nope')('SELECT 1')).status).toBe(404);
+    expect((await api.request('POST', '/v1/query_sql/q', { query: 'SELECT 1', extra: 1 })).status).toBe(400);
+    expect((await api.request('POST', '/v1/query_sql/q', {})).status).toBe(400);
+    expect((await strata.withAuth(undefined).request('POST', '/v1/query_sql/q', { query: 'SELECT 1' })).status).toBe(
+      401,
+    );
+    const res = await api.raw('POST', '/v1/query_sql/q', { query: 'SELECT 1' }, { accept: 'text/csv' });
+    expect(res.status).toBe(406);
+  });
+});
+
+describe('query_sql sees every write at once', () => {
+  const fresh = 'fresh';
+  beforeAll(async () => {
+    await db.create({
+      table_name: fresh,
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'utf8' },
+      ],
+    });
+  });
+  const all = () => rows(`SELECT id, v FROM ${fresh} ORDER BY id`);
+
+  test('append, append again, replace, delete, drop and create', async () => {
+    expect(await all()).toEqual([]);
+    await db.append(fresh, [
+      { id: 1, v: 'a' },
+      { id: 2, v: 'b' },
+    ]);
+    expect(await all()).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'b' },
+    ]);
+    await db.append(fresh, [{ id: 3, v: 'c' }]);
+    expect(await all()).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'b' },
+      { id: 3, v: 'c' },
+    ]);
+    await db.update(fresh, 'id = 2', [{ id: 2, v: 'B' }]);
+    expect(await all()).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'B' },
+      { id: 3, v: 'c' },
+    ]);
+    await db.append(fresh, [{ id: 4, v: 'd' }]);
+    expect(await all()).toEqual([
+      { id: 1, v: 'a' },
+      { id: 2, v: 'B' },
+      { id: 3, v: 'c' },
+      { id: 4, v: 'd' },
+    ]);
+    await db.remove(fresh, 'id < 3');
+    expect(await all()).toEqual([
+      { id: 3, v: 'c' },
+      { id: 4, v: 'd' },
+    ]);
+
+    await db.drop(fresh);
+    const gone = await sql(`SELECT * FROM ${fresh}`);
+    expect(gone.status).toBe(400);
+    expect(gone.json.error).toMatch(/fresh.*does not exist/);
+    await db.create({
+      table_name: fresh,
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'utf8' },
+      ],
+    });
+    expect(await all()).toEqual([]);
+    await db.append(fresh, [{ id: 9, v: 'z' }]);
+    expect(await all()).toEqual([{ id: 9, v: 'z' }]);
+  });
+
+  test('many appends with index upkeep between them load every row exactly once', async () => {
+    await db.create({
+      table_name: 'grow',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'w', type: 'utf8' },
+      ],
+      indexes: { fts: ['w'] },
+    });
+    let expected = 0;
+    for (let round = 0; round < 6; round++) {
+      const batch = Array.from({ length: 50 }, (_, i) => ({ id: round * 50 + i, w: `word${i % 5}` }));
+      await db.append('grow', batch);
+      expected += batch.length;
+      // Upkeep runs every 50 ms here: let it fold the new rows (new Lance versions with the same rows).
+      if (round % 2 === 1) await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(await rows('SELECT count(*) AS n, count(DISTINCT id) AS d, sum(id) AS s FROM grow')).toEqual([
+        { n: expected, d: expected, s: (expected * (expected - 1)) / 2 },
+      ]);
+    }
+  });
+});
+
+describe('query_sql limits', () => {
+  test('a query over the time limit is interrupted with 408, and nothing else waits for it', async () => {
+    const started = Date.now();
+    const slow = sql('SELECT sum(a.range * b.range) AS s FROM range(200000) a, range(200000) b');
+    const other = await sqlOn('other')('SELECT count(*) AS n FROM vault');
+    expect(other.status).toBe(200);
+    const reply = await slow;
+    expect(reply.status).toBe(408);
+    expect(reply.json.error).toMatch(/time limit of 1500 ms/);
+    expect(Date.now() - started).toBeLessThan(6000);
+    expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+  });
+
+  test('a result over the row cap is 400 that says so; at the cap it is whole', async () => {
+    const over = await sql('SELECT * FROM range(5001)');
+    expect(over.status).toBe(400);
+    expect(over.json.error).toMatch(/more than 5000 rows \(STRATA_SQL_MAX_ROWS\)/);
+    expect((await rows('SELECT * FROM range(5000)')).length).toBe(5000);
   });
 });

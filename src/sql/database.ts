@@ -88,22 +88,26 @@ export class SqlDatabase {
       new RequestTimeout(`query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`);
     try {
       const tables = await this.exclusively(() => this.syncCatalog());
+      // Refused statements are refused before any table is loaded for them.
+      (await checkStatement(connection, sql)).destroySync();
+      // A load that outlives the deadline still finishes (the next query gains from it).
+      const load = this.exclusively(() => this.refresh(this.named(sql, tables)));
+      const deadline = new Promise<never>((_, reject) => {
+        const check = setInterval(() => {
+          if (timedOut) reject(overTime());
+        }, 20);
+        void load.finally(() => clearInterval(check)).catch(() => undefined);
+      });
+      await Promise.race([load, deadline]);
+      // Bind and run in one read-only transaction: a plan bound before a concurrent load appended rows
+      // would run with statistics that no longer cover the data (measured: wrong BIGINTs from ORDER BY).
+      await connection.run('BEGIN TRANSACTION READ ONLY');
       const prepared = await checkStatement(connection, sql);
       try {
-        const named = this.named(sql, tables);
-        // A load that outlives the deadline still finishes (the next query gains from it).
-        const load = this.exclusively(() => this.refresh(named));
-        const deadline = new Promise<never>((_, reject) => {
-          const check = setInterval(() => {
-            if (timedOut) reject(overTime());
-          }, 20);
-          void load.finally(() => clearInterval(check)).catch(() => undefined);
-        });
-        await Promise.race([load, deadline]);
-        const result = await sqlCall(() => prepared.stream());
-        return await this.collect(result, limits.maxRows);
+        return await this.collect(await sqlCall(() => prepared.stream()), limits.maxRows);
       } finally {
         prepared.destroySync();
+        await connection.run('ROLLBACK').catch(() => undefined);
       }
     } catch (err) {
       if (timedOut) throw overTime();

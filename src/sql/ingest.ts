@@ -16,11 +16,7 @@ const MAX_DECIMAL_PRECISION = 38;
 /** An SQL identifier, quoted. */
 export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
-/**
- * The DuckDB column type that holds an Arrow type without loss (API.md §6: vectors are SQL arrays of
- * floats). Zoned timestamps become TIMESTAMPTZ, which keeps microseconds: a nanosecond zoned timestamp
- * loses its last three digits in SQL.
- */
+/** The DuckDB column type that holds an Arrow type without loss (API.md §6: vectors are SQL arrays of floats). */
 export function duckdbType(type: DataType): string {
   switch (type.typeId) {
     case Type.Bool:
@@ -41,11 +37,13 @@ export function duckdbType(type: DataType): string {
       return 'BLOB';
     case Type.Date:
       return 'DATE';
-    case Type.Timestamp: {
-      const t = type as InstanceType<typeof arrow.Timestamp>;
-      if (t.timezone) return 'TIMESTAMPTZ';
-      return ['TIMESTAMP_S', 'TIMESTAMP_MS', 'TIMESTAMP', 'TIMESTAMP_NS'][t.unit] ?? 'TIMESTAMP';
-    }
+    case Type.Timestamp:
+      // By unit, zone or not: table timestamps are UTC instants, and TIMESTAMPTZ would round to microseconds.
+      return (
+        ['TIMESTAMP_S', 'TIMESTAMP_MS', 'TIMESTAMP', 'TIMESTAMP_NS'][
+          (type as InstanceType<typeof arrow.Timestamp>).unit
+        ] ?? 'TIMESTAMP'
+      );
     case Type.Time:
       return (type as InstanceType<typeof arrow.Time>).unit === TimeUnit.NANOSECOND ? 'TIME_NS' : 'TIME';
     case Type.Duration:
@@ -186,18 +184,19 @@ function writeColumn(vector: duckdb.Vector, data: Data, start: number, n: number
       return;
     }
     case Type.Struct:
-      data.children.forEach((child, k) => writeColumn(duckdb.struct_vector_get_child(vector, k), child, start, n));
+      data.children.forEach((child, k) => {
+        writeColumn(duckdb.struct_vector_get_child(vector, k), child, start, n);
+      });
       return;
     default:
       throw new Error(`no SQL loader for Arrow ${String(type)}`);
   }
 }
 
-/** Timestamps and times, rescaled to the unit of the DuckDB type `duckdbType` chose. */
+/** Timestamps as they are; times rescaled to the unit of the DuckDB type `duckdbType` chose. */
 function writeTemporal(vector: duckdb.Vector, data: Data, start: number, n: number): void {
   const type = data.type as InstanceType<typeof arrow.Timestamp> | InstanceType<typeof arrow.Time>;
-  const zoned = type.typeId === Type.Timestamp && Boolean((type as InstanceType<typeof arrow.Timestamp>).timezone);
-  const keepsUnit = type.typeId === Type.Timestamp ? !zoned : type.unit === TimeUnit.NANOSECOND;
+  const keepsUnit = type.typeId === Type.Timestamp || type.unit === TimeUnit.NANOSECOND;
   const values = data.values as BigInt64Array | Int32Array;
   if (keepsUnit && values instanceof BigInt64Array) {
     copyTyped(vector, values, 8, start, n);
@@ -276,7 +275,9 @@ export class BatchAppender {
     for (let start = 0; start < batch.numRows; start += CHUNK_ROWS) {
       const n = Math.min(CHUNK_ROWS, batch.numRows - start);
       duckdb.data_chunk_reset(raw);
-      columns.forEach((column, c) => writeColumn(duckdb.data_chunk_get_vector(raw, c), column, start, n));
+      columns.forEach((column, c) => {
+        writeColumn(duckdb.data_chunk_get_vector(raw, c), column, start, n);
+      });
       duckdb.data_chunk_set_size(raw, n);
       this.appender.appendDataChunk(this.chunk);
     }

@@ -117,13 +117,16 @@ function validityOf(vector: duckdb.Vector, n: number): { nullBitmap?: Uint8Array
   if (!mask) return { nullCount: 0 };
   let valid = 0;
   for (let i = 0; i < n; i++) if (((mask[i >> 3] ?? 0) >> (i & 7)) & 1) valid++;
-  return valid === n ? { nullCount: 0 } : { nullBitmap: mask.subarray(0, Math.ceil(n / 8)), nullCount: n - valid };
+  // `slice`: the bindings' buffer is DuckDB's own memory, freed with the chunk.
+  return valid === n ? { nullCount: 0 } : { nullBitmap: mask.slice(0, Math.ceil(n / 8)), nullCount: n - valid };
 }
 
-/** Copies a vector's fixed-width data into a typed array of its own (the bindings hand back a copy). */
+/**
+ * Copies a vector's fixed-width data into a typed array of its own: the bindings' buffer is a view of
+ * DuckDB's memory, which goes when the chunk does.
+ */
 function fixed<T>(vector: duckdb.Vector, bytes: number, make: (buffer: ArrayBuffer, offset: number) => T): T {
-  const data = duckdb.vector_get_data(vector, bytes);
-  const own = data.byteOffset % 8 === 0 ? data : data.slice();
+  const own = duckdb.vector_get_data(vector, bytes).slice();
   return make(own.buffer as ArrayBuffer, own.byteOffset);
 }
 
