@@ -2,60 +2,11 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
 import { ARROW, ipcOf, readTable, tablesOf } from './support/tables.js';
+import { ALL_TYPES, FULL_ROW, NULL_ROW } from './support/types.js';
 
 let strata: TestServer;
 let api: Client;
 let db: ReturnType<typeof tablesOf>;
-
-const ALL_TYPES = [
-  { name: 'id', type: 'i64', nullable: false },
-  { name: 'b', type: 'bool' },
-  { name: 'i8', type: 'i8' },
-  { name: 'i16', type: 'i16' },
-  { name: 'i32', type: 'i32' },
-  { name: 'u8', type: 'u8' },
-  { name: 'u16', type: 'u16' },
-  { name: 'u32', type: 'u32' },
-  { name: 'u64', type: 'u64' },
-  { name: 'f16', type: 'f16' },
-  { name: 'f32', type: 'f32' },
-  { name: 'f64', type: 'f64' },
-  { name: 's', type: 'utf8' },
-  { name: 'ls', type: 'large_utf8' },
-  { name: 'bin', type: 'binary' },
-  { name: 'lbin', type: 'large_binary' },
-  { name: 'd', type: 'date32' },
-  { name: 'tms', type: 'timestamp_ms' },
-  { name: 'tus', type: 'timestamp_us' },
-  { name: 'v', type: 'vector', dim: 3 },
-  { name: 'tags', type: 'list', item: 'utf8' },
-];
-
-const FULL_ROW = {
-  id: '9223372036854775807',
-  b: true,
-  i8: -128,
-  i16: 32767,
-  i32: -2147483648,
-  u8: 255,
-  u16: 65535,
-  u32: 4294967295,
-  u64: '18446744073709551615',
-  f16: 1.5,
-  f32: 0.25,
-  f64: 'NaN',
-  s: 'Café 🚀',
-  ls: 'large',
-  bin: 'AAECAwQ=',
-  lbin: '',
-  d: '2024-02-29',
-  tms: '2024-01-02T03:04:05.678Z',
-  tus: '1969-12-31T23:59:59.999999Z',
-  v: [1, -2.5, 3],
-  tags: ['a', '', 'c'],
-};
-
-const NULL_ROW = Object.fromEntries(ALL_TYPES.map((c) => [c.name, c.name === 'id' ? -1 : null]));
 
 beforeAll(async () => {
   strata = await startStrata({ STRATA_MAX_BODY_BYTES: String(64 * 1024) });

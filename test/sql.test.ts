@@ -3,6 +3,7 @@ import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
 import { ARROW, type Row, tablesOf } from './support/tables.js';
+import { ALL_TYPES, FULL_ROW, NULL_ROW } from './support/types.js';
 
 let strata: TestServer;
 let api: Client;
@@ -356,5 +357,72 @@ describe('query_sql limits', () => {
     expect(over.status).toBe(400);
     expect(over.json.error).toMatch(/more than 5000 rows \(STRATA_SQL_MAX_ROWS\)/);
     expect((await rows('SELECT * FROM range(5000)')).length).toBe(5000);
+  });
+});
+
+describe('query_sql reads every type back', () => {
+  beforeAll(async () => {
+    await db.create({ table_name: 'typed', schema: ALL_TYPES });
+    await db.append('typed', [FULL_ROW, NULL_ROW]);
+  });
+
+  test('every JSON type of API.md §4, in JSON', async () => {
+    expect(await rows('SELECT * FROM typed ORDER BY id DESC')).toEqual([FULL_ROW, NULL_ROW]);
+  });
+
+  test('every JSON type of API.md §4, in Arrow', async () => {
+    const res = await api.raw('POST', '/v1/query_sql/q', { query: 'SELECT * FROM typed ORDER BY id DESC' });
+    expect(res.status).toBe(200);
+    const table = arrow.tableFromIPC(new Uint8Array(await res.arrayBuffer()));
+    expect(rowsToJson(table)).toEqual([FULL_ROW, NULL_ROW]);
+    const types = Object.fromEntries(table.schema.fields.map((f) => [f.name, String(f.type)]));
+    expect(types).toMatchObject({ id: 'Int64', u64: 'Uint64', f16: 'Float32', v: 'FixedSizeList[3]<Float32>' });
+    expect(types.tags).toMatch(/^List<Utf8>$/);
+  });
+
+  test('values compute as their types: integer limits, NaN, dates, timestamps, binary, lists', async () => {
+    expect(
+      await rows(
+        `SELECT id + 0 AS id, u64 // 2 AS half, isnan(f64) AS nan, d + 1 AS next_day, epoch_ms(tms) AS ms,
+                octet_length(bin) AS bytes, len(tags) AS n, tags[3] AS third, v[2] AS v2, upper(s) AS up
+         FROM typed WHERE i8 = -128`,
+      ),
+    ).toEqual([
+      {
+        id: '9223372036854775807',
+        half: '9223372036854775807',
+        nan: true,
+        next_day: '2024-03-01',
+        ms: 1704164645678,
+        bytes: 5,
+        n: 3,
+        third: 'c',
+        v2: -2.5,
+        up: 'CAFÉ 🚀',
+      },
+    ]);
+  });
+
+  test('results of SQL types a table cannot hold come back too', async () => {
+    expect(
+      await rows(
+        `SELECT 12345678901234567890123::HUGEINT AS huge, sum(x) AS total, 1.25::DECIMAL(10, 2) AS dec,
+                {'a': 1, 'b': 'x'} AS st, [[1, 2], [3]] AS nested, INTERVAL 90 MINUTE AS span,
+                '00000000-0000-0000-0000-000000000001'::UUID AS id, TIME '10:11:12.5' AS t, NULL AS nothing
+         FROM (VALUES (1), (2)) v(x)`,
+      ),
+    ).toEqual([
+      {
+        huge: '12345678901234567890123',
+        total: 3,
+        dec: '1.25',
+        st: { a: 1, b: 'x' },
+        nested: [[1, 2], [3]],
+        span: '01:30:00',
+        id: '00000000-0000-0000-0000-000000000001',
+        t: expect.any(Number),
+        nothing: null,
+      },
+    ]);
   });
 });
