@@ -39,7 +39,7 @@ const SQL_TYPE: Record<Kind, string> = {
 
 const CHARS = ['a', 'b', 'Z', ' ', "'", '"', '\\', 'é', '🚀', '0'];
 
-const valueOf: Record<Kind, fc.Arbitrary<unknown>> = {
+const VALUES_OF: Record<Kind, fc.Arbitrary<unknown>> = {
   i64: fc.integer({ min: -1e9, max: 1e9 }),
   i32: fc.integer({ min: -1000, max: 1000 }),
   f64: fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((x) => (Object.is(x, -0) ? 0 : x)),
@@ -75,7 +75,7 @@ const tableArb = fc
   .chain((kinds) =>
     fc.record({
       kinds: fc.constant(kinds),
-      rows: fc.array(fc.tuple(...kinds.map((k) => fc.option(valueOf[k], { freq: 5 }))), { maxLength: 40 }),
+      rows: fc.array(fc.tuple(...kinds.map((k) => fc.option(VALUES_OF[k], { freq: 5 }))), { maxLength: 40 }),
       query: fc.integer({ min: 0, max: 1000 }),
     }),
   );
