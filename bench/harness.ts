@@ -1,9 +1,10 @@
 /** What every benchmark shares: Strata as its own process (as deployed) and a lean HTTP client for it. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
+import { connect } from '@lancedb/lancedb';
 
 export const ARROW = 'application/vnd.apache.arrow.stream';
 export const JSON_BODY = { 'content-type': 'application/json' };
@@ -111,4 +112,36 @@ export function saveResults(name: string, results: object): void {
   const dir = join(import.meta.dirname, 'results');
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
+}
+
+/**
+ * Waits until upkeep has folded every row of every table of a local database into its indexes (and, with
+ * `ann`, built a vector index somewhere), so measurements do not share the machine with it. Seconds waited.
+ */
+export async function untilIndexed(dataDir: string, database: string, ann = false): Promise<number> {
+  const dir = join(dataDir, 'buckets', database, 'tables');
+  const connection = await connect(dir, { readConsistencyInterval: 0 });
+  const names = readdirSync(dir)
+    .filter((f) => f.endsWith('.lance'))
+    .map((f) => f.replace(/\.lance$/, ''));
+  const tables = await Promise.all(names.map((name) => connection.openTable(name)));
+  try {
+    return await seconds(async () => {
+      for (;;) {
+        let unindexed = 0;
+        let annFound = false;
+        for (const table of tables) {
+          for (const index of await table.listIndices()) {
+            unindexed += (await table.indexStats(index.name))?.numUnindexedRows ?? 0;
+            if (/ivf/i.test(index.indexType)) annFound = true;
+          }
+        }
+        if (unindexed === 0 && (annFound || !ann)) return;
+        await new Promise((resolve) => setTimeout(resolve, 500));
+      }
+    });
+  } finally {
+    for (const table of tables) table.close();
+    connection.close();
+  }
 }

@@ -205,9 +205,15 @@ export class SqlDatabase {
     let maxKey = afterKey;
     try {
       const batches = new BatchAppender(appender);
-      for await (const { batch, maxKey: batchMax } of this.source.scan(table, afterKey)) {
-        batches.append(batch);
-        if (maxKey === undefined || batchMax > maxKey) maxKey = batchMax;
+      const scan = this.source.scan(table, afterKey)[Symbol.asyncIterator]();
+      let next = scan.next();
+      for (;;) {
+        const { done, value } = await next;
+        if (done) break;
+        // Ask for the next batch first: Lance reads it while this one goes into DuckDB.
+        next = scan.next();
+        batches.append(value.batch);
+        if (maxKey === undefined || value.maxKey > maxKey) maxKey = value.maxKey;
       }
       appender.flushSync();
     } finally {

@@ -258,9 +258,19 @@ function writeList(vector: duckdb.Vector, data: Data, start: number, n: number):
 }
 
 /**
- * Appends record batches to a DuckDB table whose columns are the batches' columns in order, a data chunk
- * at a time with the vectors' memory written directly (DESIGN.md: never row by row).
+ * Rows [start, start + n) of a batch into a data chunk whose columns are the batch's, in order (n ≤ CHUNK_ROWS),
+ * with the vectors' memory written directly (DESIGN.md: never row by row).
  */
+export function fillChunk(chunk: DuckDBDataChunk, batch: RecordBatch, start: number, n: number): void {
+  const raw = chunk.chunk;
+  duckdb.data_chunk_reset(raw);
+  (batch.data.children as Data[]).forEach((column, c) => {
+    writeColumn(duckdb.data_chunk_get_vector(raw, c), column, start, n);
+  });
+  duckdb.data_chunk_set_size(raw, n);
+}
+
+/** Appends Arrow batches to a DuckDB table whose columns are the batches', in order, through its appender. */
 export class BatchAppender {
   private readonly chunk: DuckDBDataChunk;
 
@@ -268,19 +278,10 @@ export class BatchAppender {
     this.chunk = DuckDBDataChunk.create(Array.from({ length: appender.columnCount }, (_, c) => appender.columnType(c)));
   }
 
-  /** Appends a batch whose columns are the table's, in order; returns its row count. */
-  append(batch: RecordBatch): number {
-    const columns = batch.data.children as Data[];
-    const raw = this.chunk.chunk;
+  append(batch: RecordBatch): void {
     for (let start = 0; start < batch.numRows; start += CHUNK_ROWS) {
-      const n = Math.min(CHUNK_ROWS, batch.numRows - start);
-      duckdb.data_chunk_reset(raw);
-      columns.forEach((column, c) => {
-        writeColumn(duckdb.data_chunk_get_vector(raw, c), column, start, n);
-      });
-      duckdb.data_chunk_set_size(raw, n);
+      fillChunk(this.chunk, batch, start, Math.min(CHUNK_ROWS, batch.numRows - start));
       this.appender.appendDataChunk(this.chunk);
     }
-    return batch.numRows;
   }
 }
