@@ -3,7 +3,7 @@ import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest, RequestTimeout } from '../errors.js';
 import { BatchAppender, duckdbType, quoteIdent } from './ingest.js';
-import { checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
+import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
 import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
 
 /** A table of the database as SQL sees it: its name and the user's columns. */
@@ -87,9 +87,9 @@ export class SqlDatabase {
     const overTime = () =>
       new RequestTimeout(`query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`);
     try {
+      // Most refusals come before any table is loaded for them; the rest after, in `checkStatement`.
+      checkKeyword(sql);
       const tables = await this.exclusively(() => this.syncCatalog());
-      // Refused statements are refused before any table is loaded for them.
-      (await checkStatement(connection, sql)).destroySync();
       // A load that outlives the deadline still finishes (the next query gains from it).
       const load = this.exclusively(() => this.refresh(this.named(sql, tables)));
       const deadline = new Promise<never>((_, reject) => {

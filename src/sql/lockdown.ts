@@ -41,17 +41,22 @@ function firstKeyword(sql: string): string {
 
 const ALLOWED = 'SELECT, WITH … SELECT, VALUES, DESCRIBE, SHOW TABLES';
 
+/** The cheap half of `checkStatement`, without DuckDB: refuses by the first keyword. */
+export function checkKeyword(sql: string): void {
+  const keyword = firstKeyword(sql);
+  if (keyword === '') throw new BadRequest('query is empty: send one read-only SQL statement');
+  if (!READING.has(keyword)) {
+    throw new BadRequest(`query must be one read-only statement (${ALLOWED}); ${keyword.toUpperCase()} is not allowed`);
+  }
+}
+
 /**
  * Parses and binds user SQL, refusing anything but exactly one read-only statement (400 naming why); the
  * prepared statement is returned to run. The keyword check catches what DuckDB types as SELECT but is
  * not a query (PRAGMA); the statement type catches the rest.
  */
 export async function checkStatement(connection: DuckDBConnection, sql: string): Promise<DuckDBPreparedStatement> {
-  const keyword = firstKeyword(sql);
-  if (keyword === '') throw new BadRequest('query is empty: send one read-only SQL statement');
-  if (!READING.has(keyword)) {
-    throw new BadRequest(`query must be one read-only statement (${ALLOWED}); ${keyword.toUpperCase()} is not allowed`);
-  }
+  checkKeyword(sql);
   const extracted = await sqlCall(() => connection.extractStatements(sql));
   if (extracted.count !== 1) {
     throw new BadRequest(`query must be exactly one statement; it has ${extracted.count}`);
