@@ -115,12 +115,12 @@ describe('query_sql reads the database tables', () => {
   test('SHOW TABLES, DESCRIBE and VALUES', async () => {
     expect(await rows('SHOW TABLES')).toEqual([{ name: 'people' }, { name: 'teams' }]);
     const described = await rows('DESCRIBE people');
-    expect(described.map((r) => [r.column_name, r.column_type])).toEqual([
-      ['id', 'BIGINT'],
-      ['name', 'VARCHAR'],
-      ['team', 'VARCHAR'],
-      ['salary', 'DOUBLE'],
-      ['emb', 'FLOAT[3]'],
+    expect(described.map((r) => [r.column_name, r.column_type, r.null])).toEqual([
+      ['id', 'BIGINT', 'NO'],
+      ['name', 'VARCHAR', 'YES'],
+      ['team', 'VARCHAR', 'YES'],
+      ['salary', 'DOUBLE', 'YES'],
+      ['emb', 'FLOAT[3]', 'YES'],
     ]);
     expect(await rows('VALUES (1, 2), (3, 4)')).toEqual([
       { col0: 1, col1: 2 },
@@ -425,4 +425,16 @@ describe('query_sql reads every type back', () => {
       },
     ]);
   });
+});
+
+test('deleting a database while its SQL runs interrupts the query with 503, and the server stays up', async () => {
+  await activeLocalDatabase(api, 'doomed');
+  const slow = sqlOn('doomed')('SELECT sum(a.range * b.range) AS s FROM range(300000) a, range(300000) b');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect((await api.del('/v1/databases/doomed')).status).toBe(200);
+  const reply = await slow;
+  expect(reply.status).toBe(503);
+  expect(reply.json.error).toMatch(/closed during the query; retry/);
+  expect((await api.get('/healthz')).status).toBe(200);
+  expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
 });

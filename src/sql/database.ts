@@ -1,7 +1,7 @@
 import type { DuckDBConnection, DuckDBInstance, DuckDBResult, DuckDBType } from '@duckdb/node-api';
 import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
-import { BadRequest, RequestTimeout } from '../errors.js';
+import { BadRequest, RequestTimeout, Unavailable } from '../errors.js';
 import { BatchAppender, duckdbType, quoteIdent } from './ingest.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
 import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
@@ -65,6 +65,8 @@ export class SqlDatabase {
   /** Catalog sync and loads, one at a time; queries run beside them and each other. */
   private loading: Promise<unknown> = Promise.resolve();
   private closed = false;
+  /** Queries in flight, by connection, so closing can interrupt and await them. */
+  private readonly running = new Map<DuckDBConnection, Promise<SqlResult>>();
 
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -78,26 +80,40 @@ export class SqlDatabase {
   }
 
   async query(sql: string, limits: SqlLimits): Promise<SqlResult> {
+    if (this.closed) throw new Unavailable('the SQL engine of this database is closing; retry', 1);
+    // Most refusals come before any table is loaded for them; the rest after, in `checkStatement`.
+    checkKeyword(sql);
     const connection = await this.instance.connect();
+    const running = this.run(connection, sql, limits);
+    this.running.set(connection, running);
+    try {
+      return await running;
+    } finally {
+      this.running.delete(connection);
+      connection.closeSync();
+    }
+  }
+
+  private async run(connection: DuckDBConnection, sql: string, limits: SqlLimits): Promise<SqlResult> {
+    const overTime = new RequestTimeout(
+      `query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`,
+    );
     let timedOut = false;
+    let expire: (err: Error) => void = () => undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      expire = reject;
+    });
+    deadline.catch(() => undefined);
     const timer = setTimeout(() => {
       timedOut = true;
       connection.interrupt();
+      expire(overTime);
     }, limits.timeoutMs);
-    const overTime = () =>
-      new RequestTimeout(`query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`);
     try {
-      // Most refusals come before any table is loaded for them; the rest after, in `checkStatement`.
-      checkKeyword(sql);
-      const tables = await this.exclusively(() => this.syncCatalog());
+      const tables = await Promise.race([this.exclusively(() => this.syncCatalog()), deadline]);
       // A load that outlives the deadline still finishes (the next query gains from it).
       const load = this.exclusively(() => this.refresh(this.named(sql, tables)));
-      const deadline = new Promise<never>((_, reject) => {
-        const check = setInterval(() => {
-          if (timedOut) reject(overTime());
-        }, 20);
-        void load.finally(() => clearInterval(check)).catch(() => undefined);
-      });
+      load.catch(() => undefined);
       await Promise.race([load, deadline]);
       // Bind and run in one read-only transaction: a plan bound before a concurrent load appended rows
       // would run with statistics that no longer cover the data (measured: wrong BIGINTs from ORDER BY).
@@ -110,16 +126,19 @@ export class SqlDatabase {
         await connection.run('ROLLBACK').catch(() => undefined);
       }
     } catch (err) {
-      if (timedOut) throw overTime();
+      if (timedOut) throw overTime;
+      if (this.closed) throw new Unavailable('the SQL engine of this database closed during the query; retry', 1);
       throw err;
     } finally {
       clearTimeout(timer);
-      connection.closeSync();
     }
   }
 
+  /** Interrupts running queries, lets the current load finish, and frees the instance. */
   async close(): Promise<void> {
     this.closed = true;
+    for (const connection of this.running.keys()) connection.interrupt();
+    await Promise.allSettled([...this.running.values()]);
     await this.loading.catch(() => undefined);
     this.loader.closeSync();
     this.instance.closeSync();
@@ -246,5 +265,7 @@ export class SqlDatabase {
 }
 
 function columnsDdl(schema: Schema): string {
-  return (schema.fields as Field[]).map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}`).join(', ');
+  return (schema.fields as Field[])
+    .map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}${f.nullable ? '' : ' NOT NULL'}`)
+    .join(', ');
 }
