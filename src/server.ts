@@ -8,6 +8,9 @@ import { buildApp } from './http/app.js';
  * `strata serve`: opens the control store, makes sure a key exists, listens, and shuts down in order on
  * SIGTERM/SIGINT (stop accepting, drain in-flight requests, stop workers, close the store).
  */
+/** How long shutdown waits for in-flight responses before it cuts their connections. */
+const DRAIN_MS = 10_000;
+
 export async function serve(config: Config): Promise<FastifyInstance> {
   const store = openControlStore(config);
   const printed = await bootstrapKey(store, config.bootstrapKey);
@@ -24,6 +27,8 @@ export async function serve(config: Config): Promise<FastifyInstance> {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down');
+    // In-flight requests get a grace period; a client that stops reading must not hold the process forever.
+    setTimeout(() => app.server.closeAllConnections(), DRAIN_MS).unref();
     app.close().then(
       () => process.exit(0),
       (err: unknown) => {

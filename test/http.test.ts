@@ -112,6 +112,8 @@ describe('operations', () => {
     expect(html).not.toMatch(/https?:\/\/(cdn|unpkg|cdnjs)/);
     const script = await fetch(`${strata.url}/docs/static/swagger-ui-bundle.js`);
     expect(script.status).toBe(200);
+    // Read it whole: an unread body keeps its connection busy, and the server's close waits for it.
+    expect((await script.text()).length).toBeGreaterThan(1000);
   });
 
   test('/metrics counts requests by route and status', async () => {
