@@ -69,6 +69,13 @@ function operatorOf(raw: string | undefined): Operator {
   return op === 'and' ? Operator.And : Operator.Or;
 }
 
+/**
+ * Whether a query can have tokens under both analyzers (they split on what is not a letter or digit). Decided
+ * here rather than by asking Lance to tokenize, which cost a round trip (~0.3–0.7 ms) before every text
+ * leg; where only Lance would find no token (a word over 255 characters), the leg simply matches nothing.
+ */
+const hasTokens = (query: string) => /[\p{L}\p{N}]/u.test(query);
+
 const quoteName = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
 function projectionOf(table: TableHandle, projection: readonly string[] | undefined): Field[] {
@@ -220,8 +227,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   let textField: string | undefined;
   if (req.text_query !== undefined) {
     textField = ftsColumn(table, req.text_field, 'text_field');
-    const tokens = await table.lance.tokenize(req.text_query, { column: textField });
-    if (tokens.length > 0) textQuery = req.text_query;
+    if (hasTokens(req.text_query)) textQuery = req.text_query;
   }
   let vector: { field: string; query: number[]; metric: Metric } | undefined;
   if (req.vector_query !== undefined) {
@@ -292,7 +298,7 @@ const readingFilter = <T>(read: () => Promise<T>): Promise<T> => readingPredicat
 async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: string[]): Promise<Table | undefined> {
   const column = ftsColumn(table, req.field_name, 'field_name');
   const operator = operatorOf(req.operator);
-  if ((await table.lance.tokenize(req.query, { column })).length === 0) return undefined;
+  if (!hasTokens(req.query)) return undefined;
   return table.lance
     .query()
     .fullTextSearch(new MatchQuery(req.query, column, { operator }))
