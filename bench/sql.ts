@@ -119,7 +119,7 @@ async function latencies(run: () => Promise<unknown>): Promise<{ p50: number; p9
 
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-sql-'));
-  const server = await startServer(dataDir, { STRATA_SQL_MAX_ROWS: '10000000', LANCEDB_LOG: 'error' });
+  const server = await startServer(dataDir, { STRATA_SQL_MAX_ROWS: '10000000' });
   try {
     await activeDatabase(server, 'bench');
     const create = (body: object) => server.post('/v1/create_table/bench', JSON.stringify(body));
