@@ -5,6 +5,8 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
+import type { RecordBatch, Schema, Vector } from 'apache-arrow';
+import { arrow } from '../src/arrow/arrow.js';
 
 export const ARROW = 'application/vnd.apache.arrow.stream';
 export const JSON_BODY = { 'content-type': 'application/json' };
@@ -144,4 +146,26 @@ export async function untilIndexed(dataDir: string, database: string, ann = fals
     for (const table of tables) table.close();
     connection.close();
   }
+}
+
+/** The Arrow type of a `dim`-wide f32 vector column, as the service stores it. */
+export const vectorType = (dim: number) =>
+  new arrow.FixedSizeList(dim, new arrow.Field('item', new arrow.Float32(), true));
+
+/** A vector column over `values` (row-major, `dim` floats per row), without copying them. */
+export function vectorColumn(values: Float32Array, dim: number): Vector {
+  const rows = values.length / dim;
+  const child = arrow.makeData({ type: new arrow.Float32(), length: values.length, nullCount: 0, data: values });
+  return arrow.makeVector(arrow.makeData({ type: vectorType(dim), length: rows, nullCount: 0, child }));
+}
+
+/** A record batch of `schema` from whole columns, in the schema's order. */
+export function batchOf(schema: Schema, columns: readonly Vector[]): RecordBatch {
+  const data = arrow.makeData({
+    type: new arrow.Struct(schema.fields),
+    length: columns[0]?.length ?? 0,
+    nullCount: 0,
+    children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
+  });
+  return new arrow.RecordBatch(schema, data);
 }

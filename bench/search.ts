@@ -13,12 +13,15 @@ import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
   activeDatabase,
+  batchOf,
   percentile,
   type Server,
   saveResults,
   seconds,
   startServer,
   untilIndexed,
+  vectorColumn,
+  vectorType,
 } from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
@@ -29,39 +32,20 @@ const K = 10;
 /** What the service asks of each leg for k = 10: its window of 100 plus 32 rows of tie slack (search.ts). */
 const LEG_LIMIT = 132;
 
-const vecType = new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true));
 const schema = new arrow.Schema([
   new arrow.Field('id', new arrow.Int64(), false),
   new arrow.Field('body', new arrow.Utf8(), true),
-  new arrow.Field('emb', vecType, true),
+  new arrow.Field('emb', vectorType(DIM), true),
 ]);
 
 function batchBody(texts: string[], vectors: Float32Array, from: number, to: number): Uint8Array {
   const n = to - from;
-  const columns = [
+  const batch = batchOf(schema, [
     arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
     arrow.vectorFromArray(texts.slice(from, to), new arrow.Utf8()),
-    arrow.makeVector(
-      arrow.makeData({
-        type: vecType,
-        length: n,
-        nullCount: 0,
-        child: arrow.makeData({
-          type: new arrow.Float32(),
-          length: n * DIM,
-          nullCount: 0,
-          data: vectors.subarray(from * DIM, to * DIM),
-        }),
-      }),
-    ),
-  ];
-  const data = arrow.makeData({
-    type: new arrow.Struct(schema.fields),
-    length: n,
-    nullCount: 0,
-    children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
-  });
-  return arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, data)]), 'stream');
+    vectorColumn(vectors.subarray(from * DIM, to * DIM), DIM),
+  ]);
+  return arrow.tableToIPC(new arrow.Table([batch]), 'stream');
 }
 
 async function appendCorpus(

@@ -13,7 +13,18 @@ import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { BatchAppender } from '../src/sql/ingest.js';
-import { ARROW, activeDatabase, percentile, saveResults, seconds, startServer, untilIndexed } from './harness.js';
+import {
+  ARROW,
+  activeDatabase,
+  batchOf,
+  percentile,
+  saveResults,
+  seconds,
+  startServer,
+  untilIndexed,
+  vectorColumn,
+  vectorType,
+} from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
 const RUNS = Number(process.env.BENCH_RUNS ?? 20);
@@ -35,22 +46,11 @@ function random(seed: number): () => number {
   };
 }
 
-function batchOf(schema: InstanceType<typeof arrow.Schema>, n: number, columns: ReturnType<typeof arrow.makeVector>[]) {
-  const data = arrow.makeData({
-    type: new arrow.Struct(schema.fields),
-    length: n,
-    nullCount: 0,
-    children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
-  });
-  return new arrow.RecordBatch(schema, data);
-}
-
-const vecType = new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true));
 const FACTS = new arrow.Schema([
   new arrow.Field('id', new arrow.Int64(), false),
   new arrow.Field('x', new arrow.Float64(), true),
   new arrow.Field('cat', new arrow.Utf8(), true),
-  new arrow.Field('vec', vecType, true),
+  new arrow.Field('vec', vectorType(DIM), true),
 ]);
 
 function facts(from: number, rows: number): RecordBatch[] {
@@ -58,28 +58,18 @@ function facts(from: number, rows: number): RecordBatch[] {
   const batches: RecordBatch[] = [];
   for (let start = from; start < from + rows; start += BATCH) {
     const n = Math.min(BATCH, from + rows - start);
-    const vec = arrow.makeVector(
-      arrow.makeData({
-        type: vecType,
-        length: n,
-        nullCount: 0,
-        child: arrow.makeData({
-          type: new arrow.Float32(),
-          length: n * DIM,
-          nullCount: 0,
-          data: Float32Array.from({ length: n * DIM }, () => rand() * 2 - 1),
-        }),
-      }),
-    );
     batches.push(
-      batchOf(FACTS, n, [
+      batchOf(FACTS, [
         arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i))),
         arrow.makeVector(Float64Array.from({ length: n }, () => rand() * 1000)),
         arrow.vectorFromArray(
           Array.from({ length: n }, () => `category_${Math.floor(rand() * rand() * 200)}`),
           new arrow.Utf8(),
         ),
-        vec,
+        vectorColumn(
+          Float32Array.from({ length: n * DIM }, () => rand() * 2 - 1),
+          DIM,
+        ),
       ]),
     );
   }
@@ -91,7 +81,7 @@ const DIMS = new arrow.Schema([
   new arrow.Field('label', new arrow.Utf8(), true),
 ]);
 const dims = (): RecordBatch =>
-  batchOf(DIMS, DIMENSION_ROWS, [
+  batchOf(DIMS, [
     arrow.makeVector(BigInt64Array.from({ length: DIMENSION_ROWS }, (_, i) => BigInt(i))),
     arrow.vectorFromArray(
       Array.from({ length: DIMENSION_ROWS }, (_, i) => `label_${i % 37}`),

@@ -12,7 +12,19 @@ import { connect } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
-import { ARROW, activeDatabase, JSON_BODY, median, percentile, saveResults, seconds, startServer } from './harness.js';
+import {
+  ARROW,
+  activeDatabase,
+  batchOf,
+  JSON_BODY,
+  median,
+  percentile,
+  saveResults,
+  seconds,
+  startServer,
+  vectorColumn,
+  vectorType,
+} from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 200_000);
 const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
@@ -46,35 +58,26 @@ function makeBatches(): RecordBatch[] {
     seed = (seed * 1664525 + 1013904223) >>> 0;
     return seed / 4294967296;
   };
-  const vecType = new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true));
+  // The table's own schema, field for field, as a client that read `schema?encoding=ipc` would send.
+  const schema = new arrow.Schema([
+    new arrow.Field('id', new arrow.Int64(), false),
+    new arrow.Field('text', new arrow.Utf8(), true),
+    new arrow.Field('vec', vectorType(DIM), true),
+  ]);
   const batches: RecordBatch[] = [];
   for (let start = 0; start < ROWS; start += BATCH) {
     const n = Math.min(BATCH, ROWS - start);
-    const ids = BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i));
     const texts = Array.from({ length: n }, () => words(rand, 20));
-    const flat = Float32Array.from({ length: n * DIM }, () => rand() * 2 - 1);
-    const vec = arrow.makeVector(
-      arrow.makeData({
-        type: vecType,
-        length: n,
-        nullCount: 0,
-        child: arrow.makeData({ type: new arrow.Float32(), length: n * DIM, nullCount: 0, data: flat }),
-      }),
+    batches.push(
+      batchOf(schema, [
+        arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(start + i))),
+        arrow.vectorFromArray(texts, new arrow.Utf8()),
+        vectorColumn(
+          Float32Array.from({ length: n * DIM }, () => rand() * 2 - 1),
+          DIM,
+        ),
+      ]),
     );
-    // The table's own schema, field for field, as a client that read `schema?encoding=ipc` would send.
-    const schema = new arrow.Schema([
-      new arrow.Field('id', new arrow.Int64(), false),
-      new arrow.Field('text', new arrow.Utf8(), true),
-      new arrow.Field('vec', vecType, true),
-    ]);
-    const columns = [arrow.makeVector(ids), arrow.vectorFromArray(texts, new arrow.Utf8()), vec];
-    const data = arrow.makeData({
-      type: new arrow.Struct(schema.fields),
-      length: n,
-      nullCount: 0,
-      children: columns.map((c) => c.data[0] as NonNullable<(typeof c.data)[0]>),
-    });
-    batches.push(new arrow.RecordBatch(schema, data));
   }
   return batches;
 }
