@@ -54,7 +54,9 @@ export class LanceSqlSource implements SqlSource {
     if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
     for await (const batch of query) {
       if (batch.numRows === 0) continue;
-      yield { batch: batch.select(columns), maxKey: maxKeyOf(batch) };
+      // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
+      const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
+      yield { batch: batch.selectAt(at), maxKey: maxKeyOf(batch) };
     }
   }
 }

@@ -74,6 +74,12 @@ const listChild = (type: DataType): Field => (type.children as Field[])[0] as Fi
 const SAME_LAYOUT: ReadonlySet<number> = new Set([Type.Int, Type.Float, Type.Date]);
 
 function copyTyped(vector: duckdb.Vector, values: ArrayBufferView, width: number, start: number, n: number): void {
+  // The binding copies without bounds checks: a short buffer would read past its end (a crash, not an error).
+  if (values.byteLength < (start + n) * width) {
+    throw new Error(
+      `column buffer holds ${values.byteLength} bytes; rows ${start}..${start + n} need ${(start + n) * width}`,
+    );
+  }
   duckdb.copy_data_to_vector(vector, 0, values.buffer as ArrayBuffer, values.byteOffset + start * width, n * width);
 }
 
