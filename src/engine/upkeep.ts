@@ -42,6 +42,8 @@ export class Upkeep {
   private stopped = false;
   /** Consecutive upkeep commits a table's writes preempted. */
   private readonly preempted = new Map<string, number>();
+  /** The version of each table at which a pass last found every index caught up. */
+  private readonly settled = new Map<string, number>();
 
   constructor(
     private readonly tables: Tables,
@@ -75,10 +77,15 @@ export class Upkeep {
   }
 
   private async upkeep(table: TableHandle): Promise<void> {
+    // A table untouched since a pass found nothing to do is skipped: index stats are not free at 1M rows,
+    // and a pass runs every few seconds beside the searches.
+    const version = await table.lance.version();
+    if (this.settled.get(table.record.tableId) === version) return;
     const indices = await table.lance.listIndices();
     const indexed = annColumns(indices);
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
-    if (missing.length > 0 && (await table.lance.countRows()) >= this.options.annMinRows) {
+    const needsAnn = missing.length > 0 && (await table.lance.countRows()) >= this.options.annMinRows;
+    if (needsAnn) {
       for (const vector of missing) {
         // IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts).
         const config = Index.ivfRq({ distanceType: LANCE_METRIC[vector.metric], numBits: 4 });
@@ -96,6 +103,8 @@ export class Upkeep {
       await this.commit(table, () =>
         table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
       );
+    } else if (!needsAnn) {
+      this.settled.set(table.record.tableId, version);
     }
   }
 
