@@ -438,3 +438,26 @@ test('deleting a database while its SQL runs interrupts the query with 503, and 
   expect((await api.get('/healthz')).status).toBe(200);
   expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
 });
+
+test('a table dropped while a query loads it gives 200 or 400, never 500', async () => {
+  const rowsOf = Array.from({ length: 3000 }, (_, i) => ({ id: i, v: `value ${i}`.repeat(4) }));
+  for (let round = 0; round < 3; round++) {
+    const name = `racing${round}`;
+    await db.create({
+      table_name: name,
+      schema: [
+        { name: 'id', type: 'i64' },
+        { name: 'v', type: 'utf8' },
+      ],
+    });
+    await db.append(name, rowsOf);
+    const query = sql(`SELECT count(*) AS n FROM ${name}`);
+    await new Promise((resolve) => setTimeout(resolve, round * 3));
+    const dropped = db.drop(name, true);
+    const [reply, drop] = await Promise.all([query, dropped]);
+    expect(drop.status).toBe(200);
+    expect([200, 400], JSON.stringify(reply.json)).toContain(reply.status);
+    if (reply.status === 200) expect(reply.json.data).toEqual([{ n: rowsOf.length }]);
+  }
+  expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
+});

@@ -174,29 +174,40 @@ export class SqlDatabase {
     return tables;
   }
 
-  /** Brings each table to its latest version, loading only what changed. */
+  /** Brings each named table to its latest version. */
   private async refresh(tables: readonly SqlTable[]): Promise<void> {
     for (const table of tables) {
-      const entry = this.loaded.get(table.id);
-      if (entry === undefined || this.closed) continue;
-      // Read before the rows, so the copy holds this version or a later one, never an earlier one.
-      const version = await this.source.version(table);
-      if (version === entry.version) continue;
-      const difference = entry.version < 0 ? 'rewrite' : await this.source.changed(table, entry.version, version);
-      if (difference === 'append') {
-        await this.loader.run('BEGIN TRANSACTION');
-        try {
-          entry.maxKey = await this.copyRows(table, table.name, entry.maxKey);
-          await this.loader.run('COMMIT');
-        } catch (err) {
-          await this.loader.run('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
-      } else if (difference === 'rewrite') {
-        entry.maxKey = await this.reload(table);
+      try {
+        await this.bringUp(table);
+      } catch (err) {
+        // Dropped while it loaded: it goes from DuckDB too, and the statement fails as after the drop (400).
+        const now = await this.syncCatalog();
+        if (now.some((t) => t.id === table.id)) throw err;
       }
-      entry.version = version;
     }
+  }
+
+  /** Brings one table's copy to the table's latest version, loading only what changed. */
+  private async bringUp(table: SqlTable): Promise<void> {
+    const entry = this.loaded.get(table.id);
+    if (entry === undefined || this.closed) return;
+    // Read before the rows, so the copy holds this version or a later one, never an earlier one.
+    const version = await this.source.version(table);
+    if (version === entry.version) return;
+    const difference = entry.version < 0 ? 'rewrite' : await this.source.changed(table, entry.version, version);
+    if (difference === 'append') {
+      await this.loader.run('BEGIN TRANSACTION');
+      try {
+        entry.maxKey = await this.copyRows(table, table.name, entry.maxKey);
+        await this.loader.run('COMMIT');
+      } catch (err) {
+        await this.loader.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    } else if (difference === 'rewrite') {
+      entry.maxKey = await this.reload(table);
+    }
+    entry.version = version;
   }
 
   /** Loads a table into a fresh copy and swaps it in under the table's name in one transaction. */
