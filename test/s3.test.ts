@@ -234,6 +234,15 @@ describe('tables and rows on the s3 provider', () => {
     const deleted = await lake.remove('docs', 'id = 3');
     expect(deleted.json).toEqual({ matched: 1, n_tombstoned: 1, n_not_found: 0 });
     expect(await lake.count('docs')).toBe(2);
+    const sql = async (query: string) =>
+      (await api.request<{ data: unknown[] }>('POST', '/v1/query_sql/lake', { query }, { accept: 'application/json' }))
+        .json.data;
+    expect(await sql('SELECT id, body FROM docs ORDER BY id')).toEqual([
+      { id: 1, body: 'alpha' },
+      { id: 2, body: 'beta two' },
+    ]);
+    await lake.append('docs', [{ id: 4, body: 'delta', emb: [2, 0] }]);
+    expect(await sql('SELECT count(*) AS n, max(id) AS top FROM docs')).toEqual([{ n: 3, top: 4 }]);
 
     const listed = await admin.send(
       new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/tables/' }),

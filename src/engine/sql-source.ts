@@ -47,16 +47,22 @@ export class LanceSqlSource implements SqlSource {
     return (await this.handle(table)).changes.between(from, to);
   }
 
-  async *scan(table: SqlTable, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
-    const handle = await this.handle(table);
-    const columns = table.schema.fields.map((f) => f.name);
-    let query = handle.lance.query().select([...columns, ROW_KEY]);
-    if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
-    for await (const batch of query) {
-      if (batch.numRows === 0) continue;
-      // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
-      const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
-      yield { batch: batch.selectAt(at), maxKey: maxKeyOf(batch) };
+  async *scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
+    const record = this.records.get(table.id);
+    if (record === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
+    const lance = await this.store.snapshot(record, version);
+    try {
+      const columns = table.schema.fields.map((f) => f.name);
+      let query = lance.query().select([...columns, ROW_KEY]);
+      if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
+      for await (const batch of query) {
+        if (batch.numRows === 0) continue;
+        // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
+        const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
+        yield { batch: batch.selectAt(at), maxKey: maxKeyOf(batch) };
+      }
+    } finally {
+      lance.close();
     }
   }
 }

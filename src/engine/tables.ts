@@ -182,6 +182,13 @@ export class Tables {
     return this.open(record);
   }
 
+  /** A handle of its own on one version of a table, for reads that must see exactly that version; close it after. */
+  async snapshot(record: TableRecord, version: number): Promise<LanceTable> {
+    const lance = await this.connection.openTable(record.tableId);
+    await lance.checkout(version);
+    return lance;
+  }
+
   /** The open table of that name; 404 when the catalog has no finished table of that name. */
   async get(name: string): Promise<TableHandle> {
     const record = await this.catalog.findTable(this.databaseId, name);

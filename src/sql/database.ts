@@ -28,8 +28,8 @@ export interface SqlSource {
   tables(): Promise<SqlTable[]>;
   version(table: SqlTable): Promise<number>;
   changed(table: SqlTable, from: number, to: number): Promise<SqlDifference>;
-  /** The rows of the table's latest version (only those with a row key above `afterKey`). */
-  scan(table: SqlTable, afterKey: bigint | undefined): AsyncIterable<KeyedBatch>;
+  /** The rows of exactly that version of the table (only those with a row key above `afterKey`). */
+  scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch>;
 }
 
 export interface SqlLimits {
@@ -45,7 +45,7 @@ export interface SqlResult {
 /** What the DuckDB copy of one table holds. */
 interface Loaded {
   table: SqlTable;
-  /** The Lance version the copy was read at (or after); -1 while it is an empty placeholder. */
+  /** The Lance version the copy holds; -1 while it is an empty placeholder. */
   version: number;
   maxKey: bigint | undefined;
 }
@@ -191,32 +191,32 @@ export class SqlDatabase {
   private async bringUp(table: SqlTable): Promise<void> {
     const entry = this.loaded.get(table.id);
     if (entry === undefined || this.closed) return;
-    // Read before the rows, so the copy holds this version or a later one, never an earlier one.
+    // The copy is of exactly this version: appends between versions load by row key, the rest reload.
     const version = await this.source.version(table);
     if (version === entry.version) return;
     const difference = entry.version < 0 ? 'rewrite' : await this.source.changed(table, entry.version, version);
     if (difference === 'append') {
       await this.loader.run('BEGIN TRANSACTION');
       try {
-        entry.maxKey = await this.copyRows(table, table.name, entry.maxKey);
+        entry.maxKey = await this.copyRows(table, version, table.name, entry.maxKey);
         await this.loader.run('COMMIT');
       } catch (err) {
         await this.loader.run('ROLLBACK').catch(() => undefined);
         throw err;
       }
     } else if (difference === 'rewrite') {
-      entry.maxKey = await this.reload(table);
+      entry.maxKey = await this.reload(table, version);
     }
     entry.version = version;
   }
 
   /** Loads a table into a fresh copy and swaps it in under the table's name in one transaction. */
-  private async reload(table: SqlTable): Promise<bigint | undefined> {
+  private async reload(table: SqlTable, version: number): Promise<bigint | undefined> {
     const staging = quoteIdent(`__strata_loading_${table.id}`);
     await this.loader.run(`DROP TABLE IF EXISTS ${staging}`);
     await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(table.schema)})`);
     try {
-      const maxKey = await this.copyRows(table, `__strata_loading_${table.id}`, undefined);
+      const maxKey = await this.copyRows(table, version, `__strata_loading_${table.id}`, undefined);
       await this.loader.run('BEGIN TRANSACTION');
       await this.loader.run(`DROP TABLE ${quoteIdent(table.name)}`);
       await this.loader.run(`ALTER TABLE ${staging} RENAME TO ${quoteIdent(table.name)}`);
@@ -230,12 +230,17 @@ export class SqlDatabase {
   }
 
   /** Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. */
-  private async copyRows(table: SqlTable, into: string, afterKey: bigint | undefined): Promise<bigint | undefined> {
+  private async copyRows(
+    table: SqlTable,
+    version: number,
+    into: string,
+    afterKey: bigint | undefined,
+  ): Promise<bigint | undefined> {
     const appender = await this.loader.createAppender(into);
     let maxKey = afterKey;
     try {
       const batches = new BatchAppender(appender);
-      const scan = this.source.scan(table, afterKey)[Symbol.asyncIterator]();
+      const scan = this.source.scan(table, version, afterKey)[Symbol.asyncIterator]();
       let next = scan.next();
       for (;;) {
         const { done, value } = await next;
