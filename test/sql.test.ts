@@ -439,7 +439,7 @@ test('deleting a database while its SQL runs interrupts the query with 503, and 
   expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
 });
 
-test('a table dropped while a query loads it gives 200 or 400, never 500', async () => {
+test('a table dropped while a query or a search reads it gives 200, 400 or 404, never 500', async () => {
   const rowsOf = Array.from({ length: 3000 }, (_, i) => ({ id: i, v: `value ${i}`.repeat(4) }));
   for (let round = 0; round < 3; round++) {
     const name = `racing${round}`;
@@ -452,10 +452,12 @@ test('a table dropped while a query loads it gives 200 or 400, never 500', async
     });
     await db.append(name, rowsOf);
     const query = sql(`SELECT count(*) AS n FROM ${name}`);
+    const match = api.request('POST', '/v1/exact_match/q', { table_name: name, field_name: 'id', value: '7' });
     await new Promise((resolve) => setTimeout(resolve, round * 3));
     const dropped = db.drop(name, true);
-    const [reply, drop] = await Promise.all([query, dropped]);
-    expect(drop.status).toBe(200);
+    const [reply, drop, matched] = await Promise.all([query, dropped, match]);
+    expect([200, 404], JSON.stringify(matched.json)).toContain(matched.status);
+    expect(drop.status, JSON.stringify(drop.json)).toBe(200);
     expect([200, 400], JSON.stringify(reply.json)).toContain(reply.status);
     if (reply.status === 200) expect(reply.json.data).toEqual([{ n: rowsOf.length }]);
   }

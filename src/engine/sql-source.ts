@@ -1,8 +1,9 @@
+import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
 import type { TableRecord } from './catalog.js';
 import { ROW_KEY, schemaFromIpc } from './schema.js';
-import type { Tables } from './tables.js';
+import { closeHandle, type Tables } from './tables.js';
 
 /** The largest row key of a batch read with the key column. */
 function maxKeyOf(batch: RecordBatch): bigint {
@@ -17,11 +18,22 @@ export class LanceSqlSource implements SqlSource {
   /** Decoded schemas by table id (a table's schema never changes). */
   private readonly schemas = new Map<string, Schema>();
   private readonly records = new Map<string, TableRecord>();
+  /** Read handles of the tables SQL has loaded, checked out at the version being loaded. */
+  private readonly pinned = new Map<string, Promise<LanceTable>>();
 
   constructor(private readonly store: Tables) {}
 
   async tables(): Promise<SqlTable[]> {
     const records = await this.store.ready();
+    const ids = new Set(records.map((r) => r.tableId));
+    for (const [id, pinned] of this.pinned) {
+      if (ids.has(id)) continue;
+      this.pinned.delete(id);
+      void pinned.then(
+        (lance) => closeHandle(lance),
+        () => undefined,
+      );
+    }
     return records.map((record) => {
       this.records.set(record.tableId, record);
       let schema = this.schemas.get(record.tableId);
@@ -50,19 +62,32 @@ export class LanceSqlSource implements SqlSource {
   async *scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
     const record = this.records.get(table.id);
     if (record === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
-    const lance = await this.store.snapshot(record, version);
-    try {
-      const columns = table.schema.fields.map((f) => f.name);
-      let query = lance.query().select([...columns, ROW_KEY]);
-      if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
-      for await (const batch of query) {
-        if (batch.numRows === 0) continue;
-        // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
-        const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
-        yield { batch: batch.selectAt(at), maxKey: maxKeyOf(batch) };
-      }
-    } finally {
-      lance.close();
+    // One handle per table, moved to each version loaded: it keeps its index caches between loads.
+    let pinned = this.pinned.get(table.id);
+    if (pinned === undefined) {
+      pinned = this.store.snapshot(record, version);
+      this.pinned.set(table.id, pinned);
+      pinned.catch(() => this.pinned.delete(table.id));
     }
+    const lance = await pinned;
+    await lance.checkout(version);
+    const columns = table.schema.fields.map((f) => f.name);
+    let query = lance.query().select([...columns, ROW_KEY]);
+    if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
+    for await (const batch of query) {
+      if (batch.numRows === 0) continue;
+      // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
+      const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
+      yield { batch: batch.selectAt(at), maxKey: maxKeyOf(batch) };
+    }
+  }
+
+  close(): void {
+    for (const pinned of this.pinned.values())
+      void pinned.then(
+        (lance) => closeHandle(lance),
+        () => undefined,
+      );
+    this.pinned.clear();
   }
 }

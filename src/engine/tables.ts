@@ -49,6 +49,22 @@ export interface TableHandle {
   changes: TableChanges;
 }
 
+/** Tries to close a handle again this long after a read still borrowing it refused the close. */
+const CLOSE_RETRY_MS = 1000;
+
+/**
+ * Closes a Lance handle that reads may still be using. LanceDB refuses to close a handle while another call
+ * borrows it ("cannot be borrowed mutably while another borrow is active"); that read is allowed to finish
+ * and the close is tried again later. Never throws: the handle is being let go either way.
+ */
+export function closeHandle(lance: LanceTable, retries = 5): void {
+  try {
+    lance.close();
+  } catch {
+    if (retries > 0) setTimeout(() => closeHandle(lance, retries - 1), CLOSE_RETRY_MS).unref();
+  }
+}
+
 /** The Lance FTS settings of each analyzer (DESIGN.md): no stemming, no stop words, ever. */
 export function ftsIndex(analyzer: Analyzer): Index {
   return Index.fts({
@@ -117,7 +133,7 @@ export class Tables {
         await lance.createIndex(ROW_KEY, { config: Index.btree() });
         for (const fts of indexes.fts) await lance.createIndex(fts.column, { config: ftsIndex(fts.analyzer) });
         await lance.setUnenforcedPrimaryKey(ROW_KEY);
-        lance.close();
+        closeHandle(lance);
         await this.catalog.setTableState(record.tableId, 'ready');
       } catch (err) {
         await this.forget(record, true).catch(() => undefined);
@@ -144,7 +160,8 @@ export class Tables {
     await this.catalog.deleteTable(record.tableId);
     const open = this.handles.get(record.tableId);
     this.handles.delete(record.tableId);
-    (await open?.catch(() => undefined))?.lance.close();
+    const handle = await open?.catch(() => undefined);
+    if (handle !== undefined) closeHandle(handle.lance);
     if (purge) {
       await this.connection.dropTable(record.tableId).catch((err: unknown) => {
         if (!/not found|does not exist/i.test(String(err))) throw err;
@@ -225,6 +242,9 @@ export class Tables {
   async close(): Promise<void> {
     const all = [...this.handles.values()];
     this.handles.clear();
-    for (const handle of all) (await handle.catch(() => undefined))?.lance.close();
+    for (const pending of all) {
+      const handle = await pending.catch(() => undefined);
+      if (handle !== undefined) closeHandle(handle.lance);
+    }
   }
 }

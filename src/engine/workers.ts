@@ -1,5 +1,5 @@
 import { connect } from '@lancedb/lancedb';
-import { Unavailable } from '../errors.js';
+import { ApiError, NotFound, Unavailable } from '../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../sql/database.js';
 import type { InstanceOptions } from '../sql/lockdown.js';
 import type { Binding } from '../storage/binding.js';
@@ -18,7 +18,7 @@ import {
   tokenMatch,
 } from './search.js';
 import { LanceSqlSource } from './sql-source.js';
-import { Tables } from './tables.js';
+import { type TableHandle, Tables } from './tables.js';
 import { Upkeep, type UpkeepLog, type UpkeepOptions } from './upkeep.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
@@ -74,31 +74,47 @@ export class DatabaseWorker {
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
-    return this.tables.get(table).then((handle) => append(this.catalog, handle, body));
+    return this.onTable(table, (handle) => append(this.catalog, handle, body));
   }
 
   replace(table: string, predicate: string | undefined, body: RowsBody): Promise<WriteResult & RowCounts> {
-    return this.tables.get(table).then((handle) => replace(handle, predicate, body));
+    return this.onTable(table, (handle) => replace(handle, predicate, body));
   }
 
   remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
-    return this.tables.get(table).then((handle) => remove(handle, predicate));
+    return this.onTable(table, (handle) => remove(handle, predicate));
   }
 
   search(table: string, req: HybridRequest): Promise<RowsResult> {
-    return this.tables.get(table).then((handle) => hybridSearch(handle, req));
+    return this.onTable(table, (handle) => hybridSearch(handle, req));
   }
 
   count(table: string, req: MatchRequest): Promise<number> {
-    return this.tables.get(table).then((handle) => countMatches(handle, req));
+    return this.onTable(table, (handle) => countMatches(handle, req));
   }
 
   tokenMatch(table: string, req: MatchRequest): Promise<RowsResult> {
-    return this.tables.get(table).then((handle) => tokenMatch(handle, req));
+    return this.onTable(table, (handle) => tokenMatch(handle, req));
   }
 
   exactMatch(table: string, req: ExactRequest): Promise<RowsResult> {
-    return this.tables.get(table).then((handle) => exactMatch(handle, req));
+    return this.onTable(table, (handle) => exactMatch(handle, req));
+  }
+
+  /**
+   * Runs `work` on the named table. A table dropped while the work ran (its handle closed under it) is
+   * answered as the drop would be answered a moment later: 404, not an engine error.
+   */
+  private async onTable<T>(name: string, work: (handle: TableHandle) => Promise<T>): Promise<T> {
+    const handle = await this.tables.get(name);
+    try {
+      return await work(handle);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      const now = await this.catalog.findTable(this.ref.id, name);
+      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`);
+      throw err;
+    }
   }
 
   /** Runs one read-only SQL statement over the database's tables, each at its latest version. */

@@ -30,6 +30,8 @@ export interface SqlSource {
   changed(table: SqlTable, from: number, to: number): Promise<SqlDifference>;
   /** The rows of exactly that version of the table (only those with a row key above `afterKey`). */
   scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch>;
+  /** Lets go of what the source holds open for loading. */
+  close(): void;
 }
 
 export interface SqlLimits {
@@ -142,6 +144,7 @@ export class SqlDatabase {
     await this.loading.catch(() => undefined);
     this.loader.closeSync();
     this.instance.closeSync();
+    this.source.close();
   }
 
   private exclusively<T>(work: () => Promise<T>): Promise<T> {
