@@ -240,8 +240,12 @@ describe('query_sql refuses anything but one read-only statement', () => {
     expect(reply.status).toBe(404);
   });
 
-  test('unknown database 404, unknown fields 400, no key 401, unacceptable Accept 406', async () => {
+  test('unknown database 404, unverified 409, unknown fields 400, no key 401, unacceptable Accept 406', async () => {
     expect((await sqlOn('nope')('SELECT 1')).status).toBe(404);
+    await api.post('/v1/databases', { name: 'unproven', storage: { provider: 'local', bucket: 'unproven' } });
+    const unverified = await sqlOn('unproven')('SELECT 1');
+    expect(unverified.status).toBe(409);
+    expect(unverified.json.error).toMatch(/not verified yet/);
     expect((await api.request('POST', '/v1/query_sql/q', { query: 'SELECT 1', extra: 1 })).status).toBe(400);
     expect((await api.request('POST', '/v1/query_sql/q', {})).status).toBe(400);
     expect((await strata.withAuth(undefined).request('POST', '/v1/query_sql/q', { query: 'SELECT 1' })).status).toBe(
@@ -401,6 +405,20 @@ describe('query_sql reads every type back', () => {
         up: 'CAFÉ 🚀',
       },
     ]);
+  });
+
+  test('empty and nested results keep their column types in Arrow', async () => {
+    const res = await api.raw('POST', '/v1/query_sql/q', {
+      query: 'SELECT []::HUGEINT[] AS e, [[1::HUGEINT]] AS n, sum(id) AS s FROM people',
+    });
+    expect(res.status).toBe(200);
+    const table = arrow.tableFromIPC(new Uint8Array(await res.arrayBuffer()));
+    expect(table.schema.fields.map((f) => String(f.type))).toEqual([
+      'List<Decimal[38e0]>',
+      'List<List<Decimal[38e0]>>',
+      'Int64',
+    ]);
+    expect(rowsToJson(table)).toEqual([{ e: [], n: [['1']], s: 15 }]);
   });
 
   test('results of SQL types a table cannot hold come back too', async () => {

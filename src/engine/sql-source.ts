@@ -15,9 +15,8 @@ function maxKeyOf(batch: RecordBatch): bigint {
 
 /** A database's Lance tables as the SQL engine reads them: the user's columns, never the row key. */
 export class LanceSqlSource implements SqlSource {
-  /** Decoded schemas by table id (a table's schema never changes). */
-  private readonly schemas = new Map<string, Schema>();
-  private readonly records = new Map<string, TableRecord>();
+  /** The catalog entry and decoded schema of each table listed (a table's schema never changes). */
+  private readonly known = new Map<string, { record: TableRecord; schema: Schema }>();
   /** Read handles of the tables SQL has loaded, checked out at the version being loaded. */
   private readonly pinned = new Map<string, Promise<LanceTable>>();
 
@@ -26,29 +25,25 @@ export class LanceSqlSource implements SqlSource {
   async tables(): Promise<SqlTable[]> {
     const records = await this.store.ready();
     const ids = new Set(records.map((r) => r.tableId));
-    for (const [id, pinned] of this.pinned) {
-      if (ids.has(id)) continue;
-      this.pinned.delete(id);
-      void pinned.then(
-        (lance) => closeHandle(lance),
-        () => undefined,
-      );
-    }
+    for (const id of this.known.keys()) if (!ids.has(id)) this.forget(id);
     return records.map((record) => {
-      this.records.set(record.tableId, record);
-      let schema = this.schemas.get(record.tableId);
-      if (schema === undefined) {
-        schema = schemaFromIpc(record.schemaIpc);
-        this.schemas.set(record.tableId, schema);
+      let entry = this.known.get(record.tableId);
+      if (entry === undefined) {
+        entry = { record, schema: schemaFromIpc(record.schemaIpc) };
+        this.known.set(record.tableId, entry);
       }
-      return { id: record.tableId, name: record.name, schema };
+      return { id: record.tableId, name: record.name, schema: entry.schema };
     });
   }
 
+  private recordOf(table: SqlTable): TableRecord {
+    const entry = this.known.get(table.id);
+    if (entry === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
+    return entry.record;
+  }
+
   private handle(table: SqlTable) {
-    const record = this.records.get(table.id);
-    if (record === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
-    return this.store.handleOf(record);
+    return this.store.handleOf(this.recordOf(table));
   }
 
   async version(table: SqlTable): Promise<number> {
@@ -60,8 +55,7 @@ export class LanceSqlSource implements SqlSource {
   }
 
   async *scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
-    const record = this.records.get(table.id);
-    if (record === undefined) throw new Error(`table ${table.id} was not listed before it was read`);
+    const record = this.recordOf(table);
     // One handle per table, moved to each version loaded: it keeps its index caches between loads.
     let pinned = this.pinned.get(table.id);
     if (pinned === undefined) {
@@ -83,11 +77,17 @@ export class LanceSqlSource implements SqlSource {
   }
 
   close(): void {
-    for (const pinned of this.pinned.values())
-      void pinned.then(
-        (lance) => closeHandle(lance),
-        () => undefined,
-      );
-    this.pinned.clear();
+    for (const id of [...this.known.keys()]) this.forget(id);
+  }
+
+  /** Lets go of a table SQL no longer reads (dropped, or the engine closing). */
+  private forget(id: string): void {
+    this.known.delete(id);
+    const pinned = this.pinned.get(id);
+    this.pinned.delete(id);
+    void pinned?.then(
+      (lance) => closeHandle(lance),
+      () => undefined,
+    );
   }
 }

@@ -215,11 +215,12 @@ export class SqlDatabase {
 
   /** Loads a table into a fresh copy and swaps it in under the table's name in one transaction. */
   private async reload(table: SqlTable, version: number): Promise<bigint | undefined> {
-    const staging = quoteIdent(`__strata_loading_${table.id}`);
+    const stagingName = `__strata_loading_${table.id}`;
+    const staging = quoteIdent(stagingName);
     await this.loader.run(`DROP TABLE IF EXISTS ${staging}`);
     await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(table.schema)})`);
     try {
-      const maxKey = await this.copyRows(table, version, `__strata_loading_${table.id}`, undefined);
+      const maxKey = await this.copyRows(table, version, stagingName, undefined);
       await this.loader.run('BEGIN TRANSACTION');
       await this.loader.run(`DROP TABLE ${quoteIdent(table.name)}`);
       await this.loader.run(`ALTER TABLE ${staging} RENAME TO ${quoteIdent(table.name)}`);
@@ -278,8 +279,7 @@ export class SqlDatabase {
       }
       rows.push(chunkToBatch(chunk, types, schema));
     }
-    const narrowed = narrowHugeints(schema, types, rows);
-    return { schema: narrowed.schema, rows: narrowed.batches };
+    return narrowHugeints(schema, types, rows);
   }
 }
 

@@ -136,13 +136,18 @@ export function vectorToData(vector: duckdb.Vector, type: DuckDBType, n: number)
   const { nullBitmap, nullCount } = validityOf(vector, n);
   const id = type.typeId;
   const width = BYTES[id];
-  if (width !== undefined && (id !== DuckDBTypeId.HUGEINT || n > 0)) {
-    const data = fixed(vector, n * width, (buffer, offset) => {
-      if (id === DuckDBTypeId.HUGEINT) return new Uint32Array(buffer, offset, n * 4);
-      const ctor = (target as unknown as { ArrayType: new (b: ArrayBuffer, o: number, l: number) => ArrayBufferView })
-        .ArrayType;
-      return new ctor(buffer, offset, n);
-    });
+  if (width !== undefined) {
+    // The Arrow value array of the target type (HUGEINT's decimal is 32-bit words, four per value).
+    const ArrayType = (
+      target as unknown as {
+        ArrayType: { new (b: ArrayBuffer, o: number, l: number): ArrayBufferView; BYTES_PER_ELEMENT: number };
+      }
+    ).ArrayType;
+    const data = fixed(
+      vector,
+      n * width,
+      (buffer, offset) => new ArrayType(buffer, offset, (n * width) / ArrayType.BYTES_PER_ELEMENT),
+    );
     return arrow.makeData({ type: target as never, length: n, nullCount, nullBitmap, data: data as never });
   }
   switch (id) {
@@ -300,10 +305,7 @@ export function narrowHugeints(
   schema: Schema,
   types: readonly DuckDBType[],
   batches: RecordBatch[],
-): {
-  schema: Schema;
-  batches: RecordBatch[];
-} {
+): { schema: Schema; rows: RecordBatch[] } {
   const huge = types.flatMap((t, c) => (t.typeId === DuckDBTypeId.HUGEINT ? [c] : []));
   const fits = huge.filter((c) =>
     batches.every((batch) => {
@@ -315,14 +317,14 @@ export function narrowHugeints(
       return true;
     }),
   );
-  if (fits.length === 0) return { schema, batches };
+  if (fits.length === 0) return { schema, rows: batches };
   const fields = (schema.fields as Field[]).map((f, c) =>
     fits.includes(c) ? new arrow.Field(f.name, new arrow.Int64(), f.nullable) : f,
   );
   const narrowed = new arrow.Schema(fields);
   return {
     schema: narrowed,
-    batches: batches.map((batch) => {
+    rows: batches.map((batch) => {
       const children = (batch.data.children as Data[]).map((child, c) => {
         if (!fits.includes(c)) return child;
         const words = child.values as Uint32Array;
