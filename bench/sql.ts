@@ -7,12 +7,12 @@
  * The server runs as its own process; in-process timings are taken while it is idle. BENCH_RUNS (default 20).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { BatchAppender } from '../src/sql/ingest.js';
+import { RowGroupFeed } from '../src/sql/ingest.js';
 import {
   ARROW,
   activeDatabase,
@@ -89,14 +89,6 @@ const dims = (): RecordBatch =>
     ),
   ]);
 
-async function appendAll(connection: DuckDBConnection, table: string, batches: RecordBatch[]): Promise<void> {
-  const appender = await connection.createAppender(table);
-  const into = new BatchAppender(appender);
-  for (const batch of batches) into.append(batch);
-  appender.flushSync();
-  appender.closeSync();
-}
-
 const ipc = (batches: RecordBatch[]) => arrow.tableToIPC(new arrow.Table(batches), 'stream');
 
 async function latencies(run: () => Promise<unknown>): Promise<{ p50: number; p99: number }> {
@@ -162,13 +154,16 @@ async function main(): Promise<void> {
     if (counted.data[0]?.n !== ROWS + APPENDED) throw new Error(`count after append: ${JSON.stringify(counted)}`);
     const rssMb = await server.rssMb();
 
-    // DuckDB in this process, loaded from the same batches the way the service loads them.
+    // DuckDB in this process, loaded from the same batches in memory, in one insert, the way the service
+    // loads each segment (on a session that need not keep insertion order).
     const instance = await DuckDBInstance.create(':memory:');
     const connection = await instance.connect();
+    await connection.run('SET SESSION preserve_insertion_order = false');
+    const feed = RowGroupFeed.register(connection, availableParallelism());
     await connection.run('CREATE TABLE facts (id BIGINT, x DOUBLE, cat VARCHAR, vec FLOAT[384])');
     await connection.run('CREATE TABLE dims (id BIGINT, label VARCHAR)');
-    const nativeLoadS = await seconds(() => appendAll(connection, 'facts', all));
-    await appendAll(connection, 'dims', [dims()]);
+    const nativeLoadS = await seconds(() => feed.insert('facts', all));
+    await feed.insert('dims', [dims()]);
     const native = {
       groupBy: await latencies(() => connection.runAndReadAll(GROUP_BY)),
       join: await latencies(() => connection.runAndReadAll(JOIN)),
@@ -202,7 +197,8 @@ async function main(): Promise<void> {
     });
   } finally {
     await server.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (process.env.BENCH_KEEP === undefined) rmSync(dataDir, { recursive: true, force: true });
+    else console.log(`kept ${dataDir}`);
   }
 }
 

@@ -1,22 +1,29 @@
-import { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { BatchAppender } from '../src/sql/ingest.js';
+import { ROW_GROUP_ROWS, RowGroupFeed } from '../src/sql/ingest.js';
+import { openLockedInstance } from '../src/sql/lockdown.js';
 
 /**
- * The loader writes DuckDB's vector memory directly, and the binding copies without bounds checks: a column
- * whose buffer is shorter than its length must be an error, never a read past the buffer (a crash).
+ * The loader writes DuckDB's vector memory directly from several DuckDB threads, and the binding copies
+ * without bounds checks: every row must go in exactly once, and a column whose buffer is shorter than its
+ * length must be an error, never a read past the buffer (a crash).
  */
 let instance: DuckDBInstance;
+let loader: DuckDBConnection;
+let feed: RowGroupFeed;
 beforeAll(async () => {
-  instance = await DuckDBInstance.create(':memory:');
+  ({ instance, loader } = await openLockedInstance({ memoryMb: 1024, threads: 2 }));
+  feed = RowGroupFeed.register(loader, 2);
 });
-afterAll(() => instance?.closeSync());
+afterAll(() => {
+  loader?.closeSync();
+  instance?.closeSync();
+});
 
 test('a column shorter than its row count is refused, not read past its end', async () => {
-  const connection = await instance.connect();
-  await connection.run('CREATE TABLE t (x DOUBLE)');
-  const appender = await connection.createAppender('t');
+  await loader.run('CREATE TABLE t (x DOUBLE)');
   const field = new arrow.Field('x', new arrow.Float64(), true);
   // Arrow JS builds exactly this when `RecordBatch.select` skips a column: a length with no values behind it.
   const hollow = arrow.makeData({ type: new arrow.Float64(), length: 1024, nullCount: 0, data: new Float64Array(0) });
@@ -24,26 +31,52 @@ test('a column shorter than its row count is refused, not read past its end', as
     new arrow.Schema([field]),
     arrow.makeData({ type: new arrow.Struct([field]), length: 1024, children: [hollow] }),
   );
-  expect(() => new BatchAppender(appender).append(batch)).toThrow(/column buffer holds 0 bytes/);
-  appender.closeSync();
-  connection.closeSync();
+  await expect(feed.insert('t', [batch])).rejects.toThrow(/column buffer holds 0 bytes/);
+  expect((await loader.runAndReadAll('SELECT count(*) FROM t')).getRows()).toEqual([[0n]]);
 });
 
-test('whole batches go in exactly, nulls included', async () => {
-  const connection = await instance.connect();
-  await connection.run('CREATE TABLE u (x DOUBLE, s VARCHAR)');
-  const appender = await connection.createAppender('u');
-  const xs = Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? null : i / 4));
-  const ss = Array.from({ length: 5000 }, (_, i) => (i % 5 === 0 ? null : `s${i}`.repeat(i % 4)));
-  const table = new arrow.Table({
-    x: arrow.vectorFromArray(xs, new arrow.Float64()),
-    s: arrow.vectorFromArray(ss, new arrow.Utf8()),
-  });
-  const into = new BatchAppender(appender);
-  for (const batch of table.batches) into.append(batch);
-  appender.closeSync();
-  const rows = (await connection.runAndReadAll('SELECT x, s FROM u')).getRowObjectsJS();
-  expect(rows.map((r) => r.x)).toEqual(xs);
-  expect(rows.map((r) => r.s)).toEqual(ss);
-  connection.closeSync();
+test('batches of any size, across row groups and threads, go in exactly once, nulls included', async () => {
+  await loader.run('CREATE TABLE u (i BIGINT, x DOUBLE, s VARCHAR, v FLOAT[2])');
+  const total = 2 * ROW_GROUP_ROWS + 12_345;
+  const batches: RecordBatch[] = [];
+  // Uneven batch sizes, so lanes start and end inside batches.
+  for (let start = 0, size = 777; start < total; start += size, size = (size * 7) % 40_000 || 1) {
+    const n = Math.min(size, total - start);
+    const ids = Array.from({ length: n }, (_, k) => start + k);
+    batches.push(
+      new arrow.Table({
+        i: arrow.vectorFromArray(
+          ids.map((i) => BigInt(i)),
+          new arrow.Int64(),
+        ),
+        x: arrow.vectorFromArray(
+          ids.map((i) => (i % 7 === 0 ? null : i / 4)),
+          new arrow.Float64(),
+        ),
+        s: arrow.vectorFromArray(
+          ids.map((i) => (i % 5 === 0 ? null : `s${i}`.repeat(i % 4))),
+          new arrow.Utf8(),
+        ),
+        v: arrow.vectorFromArray(
+          ids.map((i) => [i, -i]),
+          new arrow.FixedSizeList(2, new arrow.Field('item', new arrow.Float32(), true)),
+        ),
+      }).batches[0] as RecordBatch,
+    );
+  }
+  await feed.insert('u', batches);
+  const summary = await loader.runAndReadAll(
+    `SELECT count(*), count(DISTINCT i), min(i), max(i),
+            bool_and((x IS NULL) = (i % 7 = 0) AND (x IS NULL OR x = i / 4)),
+            bool_and((s IS NULL) = (i % 5 = 0) AND (s IS NULL OR s = repeat('s' || i, (i % 4)::INT))),
+            bool_and(v[1] = i AND v[2] = -i)
+     FROM u`,
+  );
+  expect(summary.getRows()).toEqual([[BigInt(total), BigInt(total), 0n, BigInt(total - 1), true, true, true]]);
+});
+
+test('user SQL cannot read the feed: it serves only the statement holding the load token', async () => {
+  await expect(loader.run(`SELECT * FROM ${RowGroupFeed.FUNCTION}('guess')`)).rejects.toThrow(
+    /internal to the service/,
+  );
 });

@@ -171,6 +171,8 @@ describe('query_sql refuses anything but one read-only statement', () => {
     "SELECT * FROM read_parquet('https://example.com/x.parquet')",
     "SELECT * FROM query('CREATE TABLE y (a INT)')",
     "SELECT getenv('HOME')",
+    // The loader's own table function is in DuckDB's catalog; without the load's token it serves nothing.
+    "SELECT * FROM __strata_feed('0123456789abcdef0123456789abcdef')",
     '',
     '   -- only a comment',
   ];
@@ -187,6 +189,7 @@ describe('query_sql refuses anything but one read-only statement', () => {
     expect((await sql('SELECT nope FROM people')).json.error).toMatch(/Binder Error.*nope/s);
     expect((await sql('SELEKT 1')).json.error).toMatch(/SELEKT is not allowed/);
     expect((await sql('SELECT FROM WHERE')).json.error).toMatch(/Parser Error/);
+    expect((await sql("SELECT * FROM __strata_feed('x')")).json.error).toMatch(/internal to the service/);
   });
 
   test('the server keeps its data, its health and its settings after every refusal', async () => {
@@ -194,6 +197,7 @@ describe('query_sql refuses anything but one read-only statement', () => {
     expect(await rows('SELECT count(*) AS n FROM people')).toEqual([{ n: PEOPLE.length }]);
     expect(await rows("SELECT current_setting('enable_external_access') AS v")).toEqual([{ v: false }]);
     expect(await rows("SELECT current_setting('lock_configuration') AS v")).toEqual([{ v: true }]);
+    expect(await rows("SELECT current_setting('preserve_insertion_order') AS v")).toEqual([{ v: true }]);
     expect(await rows('SHOW TABLES')).toEqual([{ name: 'people' }, { name: 'teams' }]);
   });
 

@@ -2,7 +2,7 @@ import type { DuckDBConnection, DuckDBInstance, DuckDBResult, DuckDBType } from 
 import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest, RequestTimeout, Unavailable } from '../errors.js';
-import { BatchAppender, duckdbType, quoteIdent } from './ingest.js';
+import { duckdbType, quoteIdent, ROW_GROUP_ROWS, RowGroupFeed } from './ingest.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
 import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
 
@@ -70,15 +70,23 @@ export class SqlDatabase {
   /** Queries in flight, by connection, so closing can interrupt and await them. */
   private readonly running = new Map<DuckDBConnection, Promise<SqlResult>>();
 
+  private readonly feed: RowGroupFeed;
+  /** Rows read from Lance per insert: whole row groups for every DuckDB thread. */
+  private readonly segmentRows: number;
+
   private constructor(
     private readonly instance: DuckDBInstance,
     private readonly loader: DuckDBConnection,
     private readonly source: SqlSource,
-  ) {}
+    threads: number,
+  ) {
+    this.feed = RowGroupFeed.register(loader, threads);
+    this.segmentRows = threads * ROW_GROUP_ROWS;
+  }
 
   static async open(source: SqlSource, options: InstanceOptions): Promise<SqlDatabase> {
-    const instance = await openLockedInstance(options);
-    return new SqlDatabase(instance, await instance.connect(), source);
+    const { instance, loader } = await openLockedInstance(options);
+    return new SqlDatabase(instance, loader, source, options.threads);
   }
 
   async query(sql: string, limits: SqlLimits): Promise<SqlResult> {
@@ -233,31 +241,36 @@ export class SqlDatabase {
     }
   }
 
-  /** Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. */
+  /**
+   * Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. Rows go in a
+   * segment at a time, cut where whole row groups end. A segment is read whole, then inserted: reading the
+   * next one meanwhile measured slower in the server (118k rows/s against 154k at 500k rows × 384-d), the
+   * two competing for the same two cores.
+   */
   private async copyRows(
     table: SqlTable,
     version: number,
     into: string,
     afterKey: bigint | undefined,
   ): Promise<bigint | undefined> {
-    const appender = await this.loader.createAppender(into);
     let maxKey = afterKey;
-    try {
-      const batches = new BatchAppender(appender);
-      const scan = this.source.scan(table, version, afterKey)[Symbol.asyncIterator]();
-      let next = scan.next();
-      for (;;) {
-        const { done, value } = await next;
-        if (done) break;
-        // Ask for the next batch first: Lance reads it while this one goes into DuckDB.
-        next = scan.next();
-        batches.append(value.batch);
-        if (maxKey === undefined || value.maxKey > maxKey) maxKey = value.maxKey;
+    let segment: RecordBatch[] = [];
+    let rows = 0;
+    for await (const { batch, maxKey: key } of this.source.scan(table, version, afterKey)) {
+      if (maxKey === undefined || key > maxKey) maxKey = key;
+      let rest = batch;
+      while (rows + rest.numRows >= this.segmentRows) {
+        const take = this.segmentRows - rows;
+        segment.push(rest.slice(0, take));
+        await this.feed.insert(into, segment);
+        rest = rest.slice(take);
+        segment = [];
+        rows = 0;
       }
-      appender.flushSync();
-    } finally {
-      appender.closeSync();
+      if (rest.numRows > 0) segment.push(rest);
+      rows += rest.numRows;
     }
+    await this.feed.insert(into, segment);
     return maxKey;
   }
 

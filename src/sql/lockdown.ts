@@ -10,7 +10,9 @@ export interface InstanceOptions {
  * An in-memory DuckDB that can reach nothing outside itself (DESIGN.md): no files, no network, no
  * extensions, and settings frozen once made. With `checkStatement` in front, user SQL can only read.
  */
-export async function openLockedInstance(options: InstanceOptions): Promise<DuckDBInstance> {
+export async function openLockedInstance(
+  options: InstanceOptions,
+): Promise<{ instance: DuckDBInstance; loader: DuckDBConnection }> {
   const instance = await DuckDBInstance.create(':memory:', {
     enable_external_access: 'false',
     autoinstall_known_extensions: 'false',
@@ -20,13 +22,18 @@ export async function openLockedInstance(options: InstanceOptions): Promise<Duck
     memory_limit: `${options.memoryMb}MB`,
     threads: String(options.threads),
   });
-  const connection = await instance.connect();
+  // The service's own connection for loading tables, its session set before the lock: loads insert from
+  // several threads, which DuckDB does only where insertion order need not be kept.
+  const loader = await instance.connect();
   try {
-    await connection.run('SET lock_configuration = true');
-  } finally {
-    connection.closeSync();
+    await loader.run('SET SESSION preserve_insertion_order = false');
+    await loader.run('SET lock_configuration = true');
+  } catch (err) {
+    loader.closeSync();
+    instance.closeSync();
+    throw err;
   }
-  return instance;
+  return { instance, loader };
 }
 
 /** The statements API.md §6 allows, by their first keyword (DuckDB types PRAGMA and SUMMARIZE as SELECT too). */
