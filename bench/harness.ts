@@ -1,7 +1,7 @@
 /** What every benchmark shares: Strata as its own process (as deployed) and a lean HTTP client for it. */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
@@ -109,6 +109,12 @@ export async function seconds(run: () => Promise<unknown>): Promise<number> {
 
 export const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
+/** Removes a benchmark's data dir, unless BENCH_KEEP is set (to experiment on the data it built). */
+export function removeDataDir(dataDir: string): void {
+  if (process.env.BENCH_KEEP === undefined) rmSync(dataDir, { recursive: true, force: true });
+  else console.log(`kept ${dataDir}`);
+}
+
 export function saveResults(name: string, results: object): void {
   console.log(JSON.stringify(results, null, 2));
   const dir = join(import.meta.dirname, 'results');
@@ -116,10 +122,15 @@ export function saveResults(name: string, results: object): void {
   writeFileSync(join(dir, `${name}.json`), `${JSON.stringify(results, null, 2)}\n`);
 }
 
+/** Longer than the server's default upkeep interval (5 s). */
+const QUIET_MS = 6_000;
+
 /**
  * Waits until upkeep has folded every row of every table of a local database into its indexes (and, with
- * `ann`, built a vector index somewhere), so measurements do not share the machine with it. Seconds waited.
+ * `ann`, built a vector index somewhere), so measurements do not share the machine with it. Returns the
+ * seconds until upkeep's last commit; QUIET_MS without a commit are waited after it.
  */
+
 export async function untilIndexed(dataDir: string, database: string, ann = false): Promise<number> {
   const dir = join(dataDir, 'buckets', database, 'tables');
   const connection = await connect(dir, { readConsistencyInterval: 0 });
@@ -128,20 +139,27 @@ export async function untilIndexed(dataDir: string, database: string, ann = fals
     .map((f) => f.replace(/\.lance$/, ''));
   const tables = await Promise.all(names.map((name) => connection.openTable(name)));
   try {
-    return await seconds(async () => {
-      for (;;) {
-        let unindexed = 0;
-        let annFound = false;
-        for (const table of tables) {
-          for (const index of await table.listIndices()) {
-            unindexed += (await table.indexStats(index.name))?.numUnindexedRows ?? 0;
-            if (/ivf/i.test(index.indexType)) annFound = true;
-          }
+    // Caught up, and no commit for a while: an upkeep pass (compaction, pruning) can follow the last fold.
+    const start = Date.now();
+    let versions = '';
+    let lastCommit = start;
+    for (;;) {
+      let unindexed = 0;
+      let annFound = false;
+      const now = (await Promise.all(tables.map((t) => t.version()))).join();
+      if (now !== versions && versions !== '') lastCommit = Date.now();
+      versions = now;
+      for (const table of tables) {
+        for (const index of await table.listIndices()) {
+          unindexed += (await table.indexStats(index.name))?.numUnindexedRows ?? 0;
+          if (/ivf/i.test(index.indexType)) annFound = true;
         }
-        if (unindexed === 0 && (annFound || !ann)) return;
-        await new Promise((resolve) => setTimeout(resolve, 500));
       }
-    });
+      if (unindexed === 0 && (annFound || !ann) && Date.now() - lastCommit >= QUIET_MS) {
+        return (lastCommit - start) / 1000;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
   } finally {
     for (const table of tables) table.close();
     connection.close();

@@ -4,7 +4,7 @@
  * and upkeep times, latency with 10% of rows unindexed, and server RSS.
  * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
@@ -15,6 +15,7 @@ import {
   activeDatabase,
   batchOf,
   percentile,
+  removeDataDir,
   type Server,
   saveResults,
   seconds,
@@ -29,8 +30,11 @@ const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const RECALL_QUERIES = 30;
 const BATCH = 20_000;
 const K = 10;
-/** What the service asks of each leg for k = 10: its window of 100 plus 32 rows of tie slack (search.ts). */
-const LEG_LIMIT = 132;
+/** What the service asks of each leg: the default window (100) plus its tie slack (32) when both legs run, else k + 32. */
+const HYBRID_LEG_LIMIT = 132;
+const SINGLE_LEG_LIMIT = K + 32;
+/** The service's nprobes (src/engine/search.ts). */
+const NPROBES = 20;
 
 const schema = new arrow.Schema([
   new arrow.Field('id', new arrow.Int64(), false),
@@ -126,28 +130,28 @@ async function measureInProcess(
     await run();
     into.push(performance.now() - start);
   };
-  const textLeg = (q: number) =>
+  const textLeg = (q: number, limit = SINGLE_LEG_LIMIT) =>
     lance
       .query()
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
       .select(['_rowkey', '_score', 'id'])
-      .limit(LEG_LIMIT)
+      .limit(limit)
       .toArrow();
-  const vectorLeg = (q: number) => {
+  const vectorLeg = (q: number, limit = SINGLE_LEG_LIMIT) => {
     const v = lance
       .vectorSearch(queries.vectors[q] ?? [])
       .column('emb')
       .distanceType('l2')
       .select(['_rowkey', 'id'])
-      .limit(LEG_LIMIT);
-    return (ann ? v.nprobes(50).refineFactor(1) : v).toArrow();
+      .limit(limit);
+    return (ann ? v.nprobes(NPROBES).refineFactor(1) : v).toArrow();
   };
   for (let i = 0; i < QUERIES + 20; i++) {
     const q = i % queries.texts.length;
     const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out;
     await time(sink.text, () => textLeg(q));
     await time(sink.vector, () => vectorLeg(q));
-    await time(sink.hybrid, () => Promise.all([textLeg(q), vectorLeg(q)]));
+    await time(sink.hybrid, () => Promise.all([textLeg(q, HYBRID_LEG_LIMIT), vectorLeg(q, HYBRID_LEG_LIMIT)]));
     await time(sink.count, () =>
       lance
         .query()
@@ -262,7 +266,7 @@ async function main(): Promise<void> {
   saveResults('search', results);
   close();
   await server.stop();
-  if (existsSync(dataDir)) rmSync(dataDir, { recursive: true, force: true });
+  removeDataDir(dataDir);
 }
 
 await main();

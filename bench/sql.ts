@@ -6,7 +6,7 @@
  * itself, and the first query after appending 10k rows (which should load 10k rows, not all of them).
  * The server runs as its own process; in-process timings are taken while it is idle. BENCH_RUNS (default 20).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -18,6 +18,7 @@ import {
   activeDatabase,
   batchOf,
   percentile,
+  removeDataDir,
   saveResults,
   seconds,
   startServer,
@@ -156,14 +157,17 @@ async function main(): Promise<void> {
 
     // DuckDB in this process, loaded from the same batches in memory, in one insert, the way the service
     // loads each segment (on a session that need not keep insertion order).
+    // Queries then run on a connection of their own, as in the service.
     const instance = await DuckDBInstance.create(':memory:');
-    const connection = await instance.connect();
-    await connection.run('SET SESSION preserve_insertion_order = false');
-    const feed = RowGroupFeed.register(connection, availableParallelism());
-    await connection.run('CREATE TABLE facts (id BIGINT, x DOUBLE, cat VARCHAR, vec FLOAT[384])');
-    await connection.run('CREATE TABLE dims (id BIGINT, label VARCHAR)');
+    const loader = await instance.connect();
+    await loader.run('SET SESSION preserve_insertion_order = false');
+    const feed = RowGroupFeed.register(loader, availableParallelism());
+    await loader.run('CREATE TABLE facts (id BIGINT, x DOUBLE, cat VARCHAR, vec FLOAT[384])');
+    await loader.run('CREATE TABLE dims (id BIGINT, label VARCHAR)');
     const nativeLoadS = await seconds(() => feed.insert('facts', all));
     await feed.insert('dims', [dims()]);
+    loader.closeSync();
+    const connection = await instance.connect();
     const native = {
       groupBy: await latencies(() => connection.runAndReadAll(GROUP_BY)),
       join: await latencies(() => connection.runAndReadAll(JOIN)),
@@ -197,8 +201,7 @@ async function main(): Promise<void> {
     });
   } finally {
     await server.stop();
-    if (process.env.BENCH_KEEP === undefined) rmSync(dataDir, { recursive: true, force: true });
-    else console.log(`kept ${dataDir}`);
+    removeDataDir(dataDir);
   }
 }
 

@@ -5,7 +5,7 @@
  * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
  * BENCH_UPDATES (200), BENCH_ROUNDS (3).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
@@ -19,6 +19,7 @@ import {
   JSON_BODY,
   median,
   percentile,
+  removeDataDir,
   saveResults,
   seconds,
   startServer,
@@ -175,7 +176,7 @@ async function main(): Promise<void> {
   saveResults('write', results);
   db.close();
   await server.stop();
-  rmSync(dataDir, { recursive: true, force: true });
+  removeDataDir(dataDir);
 }
 
 await main();

@@ -235,6 +235,25 @@ describe('fusion', () => {
     expect(pages.slice(0, 30)).toEqual(all.json.data);
   });
 
+  test('one leg alone pages the same way, its fused score that of its rank', async () => {
+    // One leg reads only up to the page's end (search.ts): pages must still be slices of the one ranking.
+    const legs = [
+      { text_field: 'body', text_query: 'fig elder apple' },
+      { vector_field: 'emb', vector_query: [0, 1, 0.5] },
+    ];
+    for (const leg of legs) {
+      const all = (await search({ ...leg, k: 30, window: 40 })).json.data;
+      const pages = [];
+      for (let offset = 0; offset < 30; offset += 7) {
+        pages.push(...(await search({ ...leg, k: 7, offset, window: 40 })).json.data);
+      }
+      expect(pages.slice(0, 30)).toEqual(all);
+      all.forEach((hit, i) => {
+        expect(hit._score).toBeCloseTo(1 / (60 + i + 1), 12);
+      });
+    }
+  });
+
   test('a filter applies to both legs before ranking', async () => {
     const res = await search({
       text_field: 'body',
