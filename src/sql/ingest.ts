@@ -343,6 +343,7 @@ function lanesOf(batches: readonly RecordBatch[]): Lane[] {
 export class RowGroupFeed {
   static readonly FUNCTION = '__strata_feed';
   private load: Load | undefined;
+  private busy = false;
 
   private constructor(
     private readonly connection: DuckDBConnection,
@@ -371,16 +372,20 @@ export class RowGroupFeed {
   /** Inserts the batches (the table's columns, in order) into `table` in one statement. */
   async insert(table: string, batches: readonly RecordBatch[]): Promise<void> {
     if (batches.length === 0) return;
-    const shape = await this.connection.prepare(`SELECT * FROM ${quoteIdent(table)}`);
-    const names = Array.from({ length: shape.columnCount }, (_, c) => shape.columnName(c));
-    const types = Array.from({ length: shape.columnCount }, (_, c) => shape.columnType(c));
-    shape.destroySync();
-    const token = randomBytes(16).toString('hex');
-    this.load = { token, names, types, batches, lanes: lanesOf(batches), claimed: 0 };
+    // The token and lanes are the feed's one current load (a database's loads run one at a time).
+    if (this.busy) throw new Error('RowGroupFeed.insert: another insert is running');
+    this.busy = true;
     try {
+      const shape = await this.connection.prepare(`SELECT * FROM ${quoteIdent(table)}`);
+      const names = Array.from({ length: shape.columnCount }, (_, c) => shape.columnName(c));
+      const types = Array.from({ length: shape.columnCount }, (_, c) => shape.columnType(c));
+      shape.destroySync();
+      const token = randomBytes(16).toString('hex');
+      this.load = { token, names, types, batches, lanes: lanesOf(batches), claimed: 0 };
       await this.connection.run(`INSERT INTO ${quoteIdent(table)} SELECT * FROM ${RowGroupFeed.FUNCTION}('${token}')`);
     } finally {
       this.load = undefined;
+      this.busy = false;
     }
   }
 
