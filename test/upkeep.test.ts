@@ -133,6 +133,46 @@ describe('index upkeep', () => {
     expect(await count('renamed')).toBe(0);
   });
 
+  test('rows deleted with no index left to fold are still compacted away', async () => {
+    await db.create({
+      table_name: 'tidy',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'note', type: 'utf8' },
+      ],
+    });
+    await db.append(
+      'tidy',
+      Array.from({ length: 300 }, (_, id) => ({ id, note: `note ${id}`.repeat(20) })),
+    );
+    const state = async () => {
+      const { lance, close } = await openDataset(strata, 'acme', 'u', 'tidy');
+      try {
+        const stats = await lance.stats();
+        const indexes = await lance.listIndices();
+        const unindexed = await Promise.all(
+          indexes.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
+        );
+        return { version: await lance.version(), bytes: stats.totalBytes, unindexed: Math.max(0, ...unindexed) };
+      } finally {
+        close();
+      }
+    };
+    // Upkeep folds the append into the row key index; after that it has nothing left to fold.
+    const settled = await eventually(state, (s) => s.unindexed === 0, 20_000);
+    expect(settled.unindexed).toBe(0);
+
+    await db.remove('tidy', 'id < 200');
+    const deleted = await state();
+    // Only a deletion file was written: no index has rows to fold, yet the dead rows go on a later pass.
+    const tidied = await eventually(state, (s) => s.version > deleted.version && s.bytes < deleted.bytes, 20_000);
+    expect(tidied.version).toBeGreaterThan(deleted.version);
+    expect(tidied.bytes).toBeLessThan(deleted.bytes);
+    expect((await readTable(strata, 'acme', 'u', 'tidy')).map((r) => Number(r.id))).toEqual(
+      Array.from({ length: 100 }, (_, i) => 200 + i),
+    );
+  });
+
   test('writes never fail or wait on upkeep: a burst of appends, replaces and deletes all land', async () => {
     await db.create({
       table_name: 'busy',

@@ -44,6 +44,11 @@ export class Upkeep {
   private readonly preempted = new Map<string, number>();
   /** The version of each table at which a pass last found every index caught up. */
   private readonly settled = new Map<string, number>();
+  /**
+   * The version of each table just after upkeep last optimized it. Deletes and replaces since then leave no
+   * index behind, so without this their deleted rows would never be compacted nor old versions pruned.
+   */
+  private readonly tidied = new Map<string, number>();
 
   constructor(
     private readonly tables: Tables,
@@ -79,8 +84,10 @@ export class Upkeep {
   private async upkeep(table: TableHandle): Promise<void> {
     // A table untouched since a pass found nothing to do is skipped: index stats are not free at 1M rows,
     // and a pass runs every few seconds beside the searches.
+    const id = table.record.tableId;
     const version = await table.lance.version();
-    if (this.settled.get(table.record.tableId) === version) return;
+    if (this.settled.get(id) === version) return;
+    if (!this.tidied.has(id)) this.tidied.set(id, version);
     const indices = await table.lance.listIndices();
     const indexed = annColumns(indices);
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
@@ -99,12 +106,16 @@ export class Upkeep {
       const stats = await table.lance.indexStats(index.name);
       if ((stats?.numUnindexedRows ?? 0) > 0) stale = true;
     }
-    if (stale) {
-      await this.commit(table, () =>
+    const rewritten = table.changes.between(this.tidied.get(id) ?? version, version) === 'rewrite';
+    if (stale || rewritten) {
+      const optimized = await this.commit(table, () =>
         table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
       );
+      // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
+      // accounted for, so the next pass optimizes again rather than miss the write.
+      if (optimized) this.tidied.set(id, version);
     } else if (!needsAnn) {
-      this.settled.set(table.record.tableId, version);
+      this.settled.set(id, version);
     }
   }
 
