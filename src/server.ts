@@ -4,13 +4,13 @@ import { bootstrapKey } from './control/bootstrap.js';
 import { openControlStore } from './control/open.js';
 import { buildApp } from './http/app.js';
 
+/** How long shutdown waits for in-flight responses before it cuts their connections. */
+const DRAIN_MS = 10_000;
+
 /**
  * `strata serve`: opens the control store, makes sure a key exists, listens, and shuts down in order on
  * SIGTERM/SIGINT (stop accepting, drain in-flight requests, stop workers, close the store).
  */
-/** How long shutdown waits for in-flight responses before it cuts their connections. */
-const DRAIN_MS = 10_000;
-
 export async function serve(config: Config): Promise<FastifyInstance> {
   const store = openControlStore(config);
   const printed = await bootstrapKey(store, config.bootstrapKey);

@@ -45,8 +45,8 @@ export class Upkeep {
   /** The version of each table at which a pass last found every index caught up. */
   private readonly settled = new Map<string, number>();
   /**
-   * The version of each table just after upkeep last optimized it. Deletes and replaces since then leave no
-   * index behind, so without this their deleted rows would never be compacted nor old versions pruned.
+   * The version of each table a pass saw before it last optimized it (or first saw it). Deletes and replaces
+   * since then leave no index behind, so without this their rows would never be compacted nor versions pruned.
    */
   private readonly tidied = new Map<string, number>();
 
