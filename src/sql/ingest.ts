@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import {
   type DuckDBConnection,
@@ -157,16 +158,9 @@ function writeColumn(vector: duckdb.Vector, data: Data, start: number, n: number
     case Type.Utf8:
     case Type.LargeUtf8:
     case Type.Binary:
-    case Type.LargeBinary: {
-      const offsets = data.valueOffsets as Int32Array | BigInt64Array;
-      const bytes = data.values as Uint8Array;
-      for (let i = 0; i < n; i++) {
-        if (!data.getValid(start + i)) continue;
-        const from = Number(offsets[start + i]);
-        duckdb.vector_assign_string_element_len(vector, i, bytes.subarray(from, Number(offsets[start + i + 1])));
-      }
+    case Type.LargeBinary:
+      writeStrings(vector, data, start, n, type.typeId === Type.Utf8 || type.typeId === Type.LargeUtf8);
       return;
-    }
     case Type.FixedSizeBinary: {
       const width = (type as InstanceType<typeof arrow.FixedSizeBinary>).byteWidth;
       const bytes = data.values as Uint8Array;
@@ -205,6 +199,44 @@ function writeColumn(vector: duckdb.Vector, data: Data, start: number, n: number
       return;
     default:
       throw new Error(`no SQL loader for Arrow ${String(type)}`);
+  }
+}
+
+/** Bytes DuckDB keeps inside a string's 16-byte slot (`string_t`: u32 length, then the bytes, zero-padded). */
+const INLINE_STRING_BYTES = 12;
+
+/**
+ * Strings and binaries: short ones written straight into the vector's slots (one call per row measured
+ * 0.26 µs, a quarter of a second per million rows on the thread every load shares), longer ones through
+ * DuckDB, which copies them to the vector's own heap. DuckDB turns text that is not UTF-8 into NULL; such a
+ * chunk goes all through DuckDB, so it still does.
+ */
+function writeStrings(vector: duckdb.Vector, data: Data, start: number, n: number, text: boolean): void {
+  const offsets = data.valueOffsets as Int32Array | BigInt64Array;
+  const bytes = data.values as Uint8Array;
+  const inline = !text || isUtf8(bytes.subarray(Number(offsets[start]), Number(offsets[start + n])));
+  // The short ones go in with one copy of all slots; the rest are assigned after it, over their slots.
+  const slots = new Uint8Array(n * 16);
+  const lengths = new DataView(slots.buffer);
+  const long: number[] = [];
+  for (let i = 0; i < n; i++) {
+    if (data.nullCount > 0 && !data.getValid(start + i)) continue;
+    const from = Number(offsets[start + i]);
+    const to = Number(offsets[start + i + 1]);
+    if (inline && to - from <= INLINE_STRING_BYTES) {
+      lengths.setUint32(i * 16, to - from, true);
+      for (let b = from; b < to; b++) slots[i * 16 + 4 + b - from] = bytes[b] as number;
+    } else {
+      long.push(i);
+    }
+  }
+  duckdb.copy_data_to_vector(vector, 0, slots.buffer, 0, slots.byteLength);
+  for (const i of long) {
+    duckdb.vector_assign_string_element_len(
+      vector,
+      i,
+      bytes.subarray(Number(offsets[start + i]), Number(offsets[start + i + 1])),
+    );
   }
 }
 
