@@ -87,14 +87,17 @@ test('short and long strings, multibyte text and binaries read back byte for byt
   const textBytes = Array.from({ length: rows }, (_, i) =>
     i === 2049 ? Uint8Array.from([0x61, 0xff, 0x62]) : encoder.encode(text(i)),
   );
-  const column = (values: Uint8Array[], type: InstanceType<typeof arrow.Utf8> | InstanceType<typeof arrow.Binary>) => {
-    const offsets = new Int32Array(values.length + 1);
+  const column = (values: Uint8Array[], text: boolean) => {
+    const valueOffsets = new Int32Array(values.length + 1);
+    const data = new Uint8Array(values.reduce((n, v) => n + v.length, 0));
     values.forEach((v, i) => {
-      offsets[i + 1] = (offsets[i] as number) + v.length;
+      data.set(v, valueOffsets[i] as number);
+      valueOffsets[i + 1] = (valueOffsets[i] as number) + v.length;
     });
-    const bytes = new Uint8Array(offsets[values.length] as number);
-    values.forEach((v, i) => bytes.set(v, offsets[i] as number));
-    return arrow.makeData({ type, length: values.length, nullCount: 0, valueOffsets: offsets, data: bytes });
+    const props = { length: values.length, nullCount: 0, valueOffsets, data };
+    return text
+      ? arrow.makeData({ type: new arrow.Utf8(), ...props })
+      : arrow.makeData({ type: new arrow.Binary(), ...props });
   };
   const fields = [
     new arrow.Field('i', new arrow.Int32(), false),
@@ -113,10 +116,10 @@ test('short and long strings, multibyte text and binaries read back byte for byt
       length: rows,
       children: [
         ids,
-        column(textBytes, new arrow.Utf8()),
+        column(textBytes, true),
         column(
           Array.from({ length: rows }, (_, i) => blob(i)),
-          new arrow.Binary(),
+          false,
         ),
       ],
     }),
