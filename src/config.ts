@@ -25,7 +25,10 @@ export interface Config {
   upkeepIntervalMs: number;
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
   annMinRows: number;
-  /** How long old table versions are kept before upkeep prunes them (ext). */
+  /**
+   * How long old table versions are kept before upkeep prunes them (ext). The API serves only the latest
+   * version; old ones are kept for reads still running on them (on any node) and cost the bucket their size.
+   */
   versionRetentionMs: number;
   controlUrl: string | undefined;
   logLevel: string;
@@ -132,7 +135,7 @@ export function loadConfig(env: Env): Config {
     rateLimitPerMinute: integer(env, 'STRATA_RATE_LIMIT_PER_MINUTE', 60_000, 1),
     upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
-    versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 3_600_000, 0),
+    versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),
     logLevel: text(env, 'STRATA_LOG_LEVEL') ?? 'info',
     aws: {

@@ -173,6 +173,65 @@ describe('index upkeep', () => {
     );
   });
 
+  test('appends to a table without search indexes are folded and compacted once writes pause, not on every pass', async () => {
+    // Passes every 400 ms, so appends a few milliseconds apart never look like a pause.
+    const paced = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '400' });
+    try {
+      const client = await paced.as('acme');
+      await activeLocalDatabase(client, 'p');
+      const log = tablesOf(client, 'p');
+      await log.create({
+        table_name: 'log',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'note', type: 'utf8' },
+        ],
+      });
+      const state = async () => {
+        const { lance, close } = await openDataset(paced, 'acme', 'p', 'log');
+        try {
+          const indexes = await lance.listIndices();
+          const unindexed = await Promise.all(
+            indexes.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
+          );
+          const stats = await lance.stats();
+          return {
+            version: await lance.version(),
+            fragments: stats.fragmentStats.numFragments,
+            unindexed: Math.max(0, ...unindexed),
+          };
+        } finally {
+          close();
+        }
+      };
+      const before = await state();
+      const appends = 24;
+      const started = Date.now();
+      for (let k = 0; k < appends; k++) {
+        await log.append(
+          'log',
+          Array.from({ length: 50 }, (_, i) => ({ id: k * 50 + i, note: `entry ${k}` })),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 40));
+      }
+      // Several passes ran meanwhile; none rewrote the table (every version is one of the appends).
+      expect(Date.now() - started).toBeGreaterThan(900);
+      const written = await state();
+      expect(written.version).toBe(before.version + appends);
+      expect(written.fragments).toBe(appends);
+      // Once writes pause, one optimize folds the row keys and compacts the fragments into one.
+      const settled = await eventually(state, (s) => s.unindexed === 0 && s.fragments === 1, 20_000);
+      expect(settled).toMatchObject({ unindexed: 0, fragments: 1 });
+      expect(settled.version).toBeGreaterThan(written.version);
+      const rows = await readTable(paced, 'acme', 'p', 'log');
+      expect(rows.map((r) => Number(r.id)).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: appends * 50 }, (_, i) => i),
+      );
+    } finally {
+      await paced.close();
+    }
+  });
+
   test('writes never fail or wait on upkeep: a burst of appends, replaces and deletes all land', async () => {
     await db.create({
       table_name: 'busy',
