@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
-import { ARROW, type Row, tablesOf } from './support/tables.js';
+import { ARROW, ipcOf, type Row, tablesOf } from './support/tables.js';
 import { ALL_TYPES, FULL_ROW, NULL_ROW } from './support/types.js';
 
 let strata: TestServer;
@@ -344,6 +344,48 @@ describe('query_sql sees every write at once', () => {
         { n: expected, d: expected, s: (expected * (expected - 1)) / 2 },
       ]);
     }
+  });
+});
+
+describe('query_sql loads tables larger than one load segment', () => {
+  // A load reads and inserts segments of STRATA_SQL_THREADS × 122,880 rows, the next read while one is inserted.
+  const batchOf = (from: number, n: number) =>
+    ipcOf(
+      new arrow.Table({
+        id: arrow.vectorFromArray(
+          Array.from({ length: n }, (_, i) => BigInt(from + i)),
+          new arrow.Int64(),
+        ),
+        tag: arrow.vectorFromArray(
+          Array.from({ length: n }, (_, i) => ((from + i) % 3 === 0 ? null : `t${(from + i) % 7}`)),
+          new arrow.Utf8(),
+        ),
+      }),
+    );
+  const summary = () =>
+    rows(`SELECT count(*) AS n, count(DISTINCT id) AS d, sum(id) AS s, count(tag) AS tagged,
+                 count(DISTINCT tag) AS tags, max(id) AS top FROM big`);
+  const expected = (n: number) => ({
+    n,
+    d: n,
+    s: (n * (n - 1)) / 2,
+    tagged: n - Math.ceil(n / 3),
+    tags: 7,
+    top: n - 1,
+  });
+
+  test('every row of a 600k-row table goes in once, and 250k more appended after go in once', async () => {
+    await db.create({
+      table_name: 'big',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'tag', type: 'utf8' },
+      ],
+    });
+    expect((await db.appendArrow('big', batchOf(0, 600_000), ARROW)).status).toBe(200);
+    expect(await summary()).toEqual([expected(600_000)]);
+    expect((await db.appendArrow('big', batchOf(600_000, 250_000), ARROW)).status).toBe(200);
+    expect(await summary()).toEqual([expected(850_000)]);
   });
 });
 
