@@ -254,6 +254,35 @@ describe('fusion', () => {
     }
   });
 
+  test('ties far past a window edge are ranked in row order, in each leg and fused', async () => {
+    await db.create({
+      table_name: 'ties',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: 3 },
+      ],
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+    });
+    // 200 rows alike in four appends: every score and every distance ties.
+    for (let from = 0; from < 200; from += 50) {
+      await db.append(
+        'ties',
+        Array.from({ length: 50 }, (_, i) => ({ id: from + i, body: 'same words here', emb: [1, 0, 0] })),
+      );
+    }
+    const page = { table_name: 'ties', k: 10, offset: 150, projection: ['id'] };
+    const legs = [
+      { text_field: 'body', text_query: 'words' },
+      { vector_field: 'emb', vector_query: [0.5, 0.5, 0] },
+      { text_field: 'body', text_query: 'words', vector_field: 'emb', vector_query: [0.5, 0.5, 0], window: 200 },
+    ];
+    for (const leg of legs) {
+      const res = await search({ ...page, ...leg });
+      expect(res.json.data.map((h) => Number(h.id))).toEqual(Array.from({ length: 10 }, (_, i) => 150 + i));
+    }
+  });
+
   test('a filter applies to both legs before ranking', async () => {
     const res = await search({
       text_field: 'body',

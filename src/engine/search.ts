@@ -50,7 +50,10 @@ export interface RowsResult {
 }
 
 const MAX_WINDOW = 10_000;
-/** Hits fetched past a leg's window so that ties at its edge are still broken by row order. */
+/**
+ * Hits a text leg first reads past its window: BM25 scores tie often (same term counts, same length), and row
+ * order can break a tie at the window's edge only with every tied row in hand (see `readLeg`).
+ */
 const TIE_SLACK = 32;
 const ALL_ROWS = 1_000_000_000;
 /**
@@ -256,34 +259,38 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window.
   const ranked = textQuery !== undefined && vector !== undefined ? window : offset + req.k;
-  const limit = ranked + TIE_SLACK;
   const projected = fields.map((f) => f.name);
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
-    let q = table.lance
-      .query()
-      .fullTextSearch(new MatchQuery(textQuery, textField, { operator }))
-      .select([ROW_KEY, '_score', ...projected])
-      .limit(limit);
-    if (filter !== undefined) q = q.where(filter);
-    const hits = await readingFilter(() => q.toArrow());
-    const leg = rankLeg(keysOf(hits), numbersOf(hits, '_score'), 'higher', ranked);
-    return { ...leg, weight: req.text_weight ?? 1, hits };
+    const read = (limit: number) => {
+      let q = table.lance
+        .query()
+        .fullTextSearch(new MatchQuery(textQuery, textField, { operator }))
+        .select([ROW_KEY, '_score', ...projected])
+        .limit(limit);
+      if (filter !== undefined) q = q.where(filter);
+      return readingFilter(() => q.toArrow());
+    };
+    const { hits, values } = await readLeg(read, (t) => numbersOf(t, '_score'), 'higher', ranked, TIE_SLACK);
+    return { ...rankLeg(keysOf(hits), values, 'higher', ranked), weight: req.text_weight ?? 1, hits };
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    let q = table.lance
-      .vectorSearch(vector.query)
-      .column(vector.field)
-      .distanceType(LANCE_METRIC[vector.metric])
-      .select([ROW_KEY, ...projected])
-      .limit(limit);
-    if (table.ann.has(vector.field)) q = q.nprobes(NPROBES).refineFactor(1);
-    if (filter !== undefined) q = q.where(filter);
-    const hits = await readingFilter(() => q.toArrow());
-    const distances = numbersOf(hits, '_distance').map(CANONICAL[vector.metric]);
-    const leg = rankLeg(keysOf(hits), distances, 'lower', ranked);
-    return { ...leg, weight: req.vector_weight ?? 1, hits };
+    const read = (limit: number) => {
+      let q = table.lance
+        .vectorSearch(vector.query)
+        .column(vector.field)
+        .distanceType(LANCE_METRIC[vector.metric])
+        .select([ROW_KEY, ...projected])
+        .limit(limit);
+      if (table.ann.has(vector.field)) q = q.nprobes(NPROBES).refineFactor(1);
+      if (filter !== undefined) q = q.where(filter);
+      return readingFilter(() => q.toArrow());
+    };
+    const distances = (t: Table) => numbersOf(t, '_distance').map(CANONICAL[vector.metric]);
+    // Distances rarely tie: one row past the window shows whether they do.
+    const { hits, values } = await readLeg(read, distances, 'lower', ranked, 1);
+    return { ...rankLeg(keysOf(hits), values, 'lower', ranked), weight: req.vector_weight ?? 1, hits };
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
   const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });
@@ -295,6 +302,27 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     winners,
     fetched,
   );
+}
+
+/**
+ * Reads a leg's best `ranked` hits and every hit that ties with the last of them, so that row order decides
+ * ties there and not Lance. Reads `ranked + slack` hits, then twice as many while the worst hit read still
+ * ties with the `ranked`-th best (an unread hit could tie too).
+ */
+async function readLeg(
+  read: (limit: number) => Promise<Table>,
+  measure: (hits: Table) => number[],
+  better: 'higher' | 'lower',
+  ranked: number,
+  slack: number,
+): Promise<{ hits: Table; values: number[] }> {
+  for (let limit = ranked + slack; ; limit *= 2) {
+    const hits = await read(limit);
+    const values = measure(hits);
+    if (hits.numRows < limit) return { hits, values };
+    const sorted = values.slice().sort((a, b) => (better === 'higher' ? b - a : a - b));
+    if (sorted[ranked - 1] !== sorted[sorted.length - 1]) return { hits, values };
+  }
 }
 
 /** A filter is a predicate too: Lance's refusals of it become 400s. */

@@ -27,8 +27,9 @@ const MAX_PREEMPTED = 3;
 const SMALL_FRAGMENTS_TO_COMPACT = 32;
 
 /**
- * After an optimize that took d, the table's next one waits at least this many times d, so that rewrites of a
- * large table under steady writes take at most a third of upkeep's time; unindexed rows are searched meanwhile.
+ * After an optimize that took d, the table's next one waits at least this many times d while writes go on, so
+ * that rewrites of a large table under steady writes take at most a third of upkeep's time (unindexed rows are
+ * searched meanwhile); once writes pause, the next pass optimizes at once.
  */
 const REST_FACTOR = 2;
 
@@ -137,7 +138,7 @@ export class Upkeep {
       rewritten ||
       (keysBehind &&
         (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
-    if (due && Date.now() >= (this.restUntil.get(id) ?? 0)) {
+    if (due && (quiet || Date.now() >= (this.restUntil.get(id) ?? 0))) {
       const started = Date.now();
       const optimized = await this.commit(table, () =>
         table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
