@@ -26,13 +26,6 @@ const MAX_PREEMPTED = 3;
  */
 const SMALL_FRAGMENTS_TO_COMPACT = 32;
 
-/**
- * After an optimize that took d, the table's next one waits at least this many times d while writes go on, so
- * that rewrites of a large table under steady writes take at most a third of upkeep's time (unindexed rows are
- * searched meanwhile); once writes pause, the next pass optimizes at once.
- */
-const REST_FACTOR = 2;
-
 /** The metric each declared index trains with; it must match the one queries use. */
 export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   cosine: 'cosine',
@@ -66,8 +59,6 @@ export class Upkeep {
   private readonly tidied = new Map<string, number>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
-  /** When each table may be optimized again (see `REST_FACTOR`). */
-  private readonly restUntil = new Map<string, number>();
 
   constructor(
     private readonly tables: Tables,
@@ -138,16 +129,14 @@ export class Upkeep {
       rewritten ||
       (keysBehind &&
         (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
-    if (due && (quiet || Date.now() >= (this.restUntil.get(id) ?? 0))) {
-      const started = Date.now();
+    if (due) {
       const optimized = await this.commit(table, () =>
         table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
       );
-      this.restUntil.set(id, Date.now() + REST_FACTOR * (Date.now() - started));
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) this.tidied.set(id, version);
-    } else if (!due && !keysBehind && !needsAnn) {
+    } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
     }
   }
