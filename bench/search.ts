@@ -30,9 +30,13 @@ const QUERIES = Number(process.env.BENCH_QUERIES ?? 200);
 const RECALL_QUERIES = 30;
 const BATCH = 20_000;
 const K = 10;
-/** What the service asks of each leg: the default window (100) plus its tie slack (32) when both legs run, else k + 32. */
-const HYBRID_LEG_LIMIT = 132;
-const SINGLE_LEG_LIMIT = K + 32;
+/**
+ * What the service first asks of each leg (src/engine/search.ts): the rows it ranks (the default window of 100
+ * when both legs run, else k) plus 32 for text, where scores tie often, and plus 1 for vectors.
+ */
+const HYBRID_WINDOW = 100;
+const TEXT_SLACK = 32;
+const VECTOR_SLACK = 1;
 /** The service's nprobes (src/engine/search.ts). */
 const NPROBES = 20;
 
@@ -130,20 +134,20 @@ async function measureInProcess(
     await run();
     into.push(performance.now() - start);
   };
-  const textLeg = (q: number, limit = SINGLE_LEG_LIMIT) =>
+  const textLeg = (q: number, ranked = K) =>
     lance
       .query()
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
       .select(['_rowkey', '_score', 'id'])
-      .limit(limit)
+      .limit(ranked + TEXT_SLACK)
       .toArrow();
-  const vectorLeg = (q: number, limit = SINGLE_LEG_LIMIT) => {
+  const vectorLeg = (q: number, ranked = K) => {
     const v = lance
       .vectorSearch(queries.vectors[q] ?? [])
       .column('emb')
       .distanceType('l2')
       .select(['_rowkey', 'id'])
-      .limit(limit);
+      .limit(ranked + VECTOR_SLACK);
     return (ann ? v.nprobes(NPROBES).refineFactor(1) : v).toArrow();
   };
   for (let i = 0; i < QUERIES + 20; i++) {
@@ -151,7 +155,7 @@ async function measureInProcess(
     const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out;
     await time(sink.text, () => textLeg(q));
     await time(sink.vector, () => vectorLeg(q));
-    await time(sink.hybrid, () => Promise.all([textLeg(q, HYBRID_LEG_LIMIT), vectorLeg(q, HYBRID_LEG_LIMIT)]));
+    await time(sink.hybrid, () => Promise.all([textLeg(q, HYBRID_WINDOW), vectorLeg(q, HYBRID_WINDOW)]));
     await time(sink.count, () =>
       lance
         .query()
