@@ -102,6 +102,61 @@ describe('index upkeep', () => {
     expect(found / 200).toBeGreaterThanOrEqual(0.9);
   });
 
+  test('an ANN index that outgrew the rows it was trained on is trained again, into one segment', async () => {
+    await db.create({
+      table_name: 'grown',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'emb', type: 'vector', dim: DIM },
+      ],
+      indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+    });
+    const more = Array.from({ length: 5000 }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
+    const ann = async () => {
+      const { lance, close } = await openDataset(strata, 'acme', 'u', 'grown');
+      try {
+        const index = (await lance.listIndices()).find((i) => /ivf/i.test(i.indexType));
+        const stats = index === undefined ? undefined : await lance.indexStats(index.name);
+        return { segments: stats?.numIndices ?? 0, indexed: stats?.numIndexedRows ?? 0, rows: await lance.countRows() };
+      } finally {
+        close();
+      }
+    };
+    const appendRows = (from: number, to: number) =>
+      db.append(
+        'grown',
+        more.slice(from, to).map((emb, i) => ({ id: from + i, emb })),
+      );
+    await appendRows(0, 1000);
+    await api.request('POST', '/v1/hybrid_search/u', {
+      table_name: 'grown',
+      vector_field: 'emb',
+      vector_query: more[0],
+      k: 1,
+    });
+    // Trained on 1000 rows; then folds of 1000 rows each, every one a segment of its own until it is trained again.
+    await eventually(ann, (s) => s.segments > 0 && s.indexed === 1000, 20_000);
+    for (let from = 1000; from < 5000; from += 1000) {
+      await appendRows(from, from + 1000);
+      await eventually(ann, (s) => s.indexed === from + 1000, 20_000);
+    }
+    const last = await eventually(ann, (s) => s.segments === 1 && s.indexed === 5000, 20_000);
+    expect(last).toEqual({ segments: 1, indexed: 5000, rows: 5000 });
+    const query = more[4321] as number[];
+    const exact = more
+      .map((v, id) => ({ id, d: v.reduce((sum, x, i) => sum + (x - (query[i] ?? 0)) ** 2, 0) }))
+      .sort((a, b) => a.d - b.d || a.id - b.id)
+      .slice(0, 5)
+      .map((e) => e.id);
+    const hits = await api.request<{ data: Row[] }>(
+      'POST',
+      '/v1/hybrid_search/u',
+      { table_name: 'grown', vector_field: 'emb', vector_query: query, k: 5, projection: ['id'] },
+      { accept: 'application/json' },
+    );
+    expect(hits.json.data.map((h) => Number(h.id))[0]).toBe(exact[0]);
+  });
+
   test('rows written while upkeep runs are found by the very next count, text and vector search', async () => {
     for (let i = 0; i < 15; i++) {
       const emb = Array.from({ length: DIM }, () => 50 + i);

@@ -26,6 +26,15 @@ const MAX_PREEMPTED = 3;
  */
 const SMALL_FRAGMENTS_TO_COMPACT = 32;
 
+/**
+ * An ANN index is trained again from all rows once folds have left it in more segments than this, or the
+ * table has grown to `ANN_REGROWTH` times the rows it was trained on. Each fold adds a segment that every query
+ * searches, and partitions stay those of the first training: measured at 400k × 384 grown from 25k in
+ * 25k-row folds, 8 segments answered in 9.7 ms, the same index trained again in 5.8 ms (one segment, 11 s).
+ */
+const MAX_ANN_SEGMENTS = 4;
+const ANN_REGROWTH = 4;
+
 /** The metric each declared index trains with; it must match the one queries use. */
 export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   cosine: 'cosine',
@@ -33,10 +42,15 @@ export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   negdot: 'dot',
 };
 
+const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
+
 /** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
 export function annColumns(indices: readonly IndexConfig[]): Set<string> {
-  return new Set(indices.filter((i) => /IVF|HNSW/i.test(i.indexType)).flatMap((i) => i.columns));
+  return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
 }
+
+/** IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts). */
+const annIndex = (metric: Metric) => Index.ivfRq({ distanceType: LANCE_METRIC[metric], numBits: 4 });
 
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows
@@ -57,6 +71,8 @@ export class Upkeep {
    * since then leave no index behind, so without this their rows would never be compacted nor versions pruned.
    */
   private readonly tidied = new Map<string, number>();
+  /** Rows each ANN index (by table and column) was last trained on, as far as this process knows. */
+  private readonly trainedRows = new Map<string, number>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
 
@@ -106,12 +122,15 @@ export class Upkeep {
     const needsAnn = missing.length > 0 && (await table.lance.countRows()) >= this.options.annMinRows;
     if (needsAnn) {
       for (const vector of missing) {
-        // IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts).
-        const config = Index.ivfRq({ distanceType: LANCE_METRIC[vector.metric], numBits: 4 });
+        const rows = await table.lance.countRows();
+        const config = annIndex(vector.metric);
         if (await this.commit(table, () => table.lance.createIndex(vector.column, { config }))) {
           table.ann.add(vector.column);
+          this.trainedRows.set(`${id}/${vector.column}`, rows);
         }
       }
+    } else {
+      await this.retrainOutgrown(table, indices);
     }
     let searchBehind = false;
     let keysBehind = false;
@@ -138,6 +157,25 @@ export class Upkeep {
       if (optimized) this.tidied.set(id, version);
     } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
+    }
+  }
+
+  /** Trains an ANN index again when folds have split it into too many segments or the table outgrew it. */
+  private async retrainOutgrown(table: TableHandle, indices: readonly IndexConfig[]): Promise<void> {
+    for (const vector of table.indexes.vector) {
+      const index = indices.find((i) => isAnn(i) && i.columns.includes(vector.column));
+      const stats = index === undefined ? undefined : await table.lance.indexStats(index.name);
+      if (stats === undefined || stats === null) continue;
+      const key = `${table.record.tableId}/${vector.column}`;
+      // Unknown after a restart: taken as trained on what it holds now, so only its segments count.
+      const trained = this.trainedRows.get(key) ?? stats.numIndexedRows;
+      this.trainedRows.set(key, trained);
+      if ((stats.numIndices ?? 1) <= MAX_ANN_SEGMENTS && stats.numIndexedRows < ANN_REGROWTH * trained) continue;
+      const rows = await table.lance.countRows();
+      const config = annIndex(vector.metric);
+      if (await this.commit(table, () => table.lance.createIndex(vector.column, { config, replace: true }))) {
+        this.trainedRows.set(key, rows);
+      }
     }
   }
 
