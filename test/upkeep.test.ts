@@ -53,16 +53,26 @@ const count = async (query: string) =>
   (await api.request<{ count: number }>('POST', '/v1/count/u', { table_name: 'items', field_name: 'body', query })).json
     .count;
 
-async function indexState() {
-  const { lance, close } = await openDataset(strata, 'acme', 'u', 'items');
+/**
+ * What upkeep has left of a table, read from its dataset: version, fragments, stored bytes, rows, the indexes,
+ * the rows the most behind of them misses, and the ANN index's segments and indexed rows.
+ */
+async function tableState(server: TestServer, database: string, name: string) {
+  const { lance, close } = await openDataset(server, 'acme', database, name);
   try {
     const indices = await lance.listIndices();
-    const unindexed = await Promise.all(
-      indices.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
-    );
+    const stats = await Promise.all(indices.map((i) => lance.indexStats(i.name)));
+    const ann = stats[indices.findIndex((i) => /ivf/i.test(i.indexType))];
+    const table = await lance.stats();
     return {
+      version: await lance.version(),
+      fragments: table.fragmentStats.numFragments,
+      bytes: table.totalBytes,
+      rows: await lance.countRows(),
       types: indices.map((i) => `${i.columns.join(',')}:${i.indexType}`),
-      unindexed: unindexed.reduce((a, b) => a + b, 0),
+      unindexed: Math.max(0, ...stats.map((st) => st?.numUnindexedRows ?? 0)),
+      annSegments: ann?.numIndices ?? 0,
+      annIndexed: ann?.numIndexedRows ?? 0,
     };
   } finally {
     close();
@@ -73,7 +83,7 @@ describe('index upkeep', () => {
   test('builds the ANN index once the table outgrows the exact scan, and folds new rows into every index', async () => {
     await search({ vector_field: 'emb', vector_query: vectors[0], k: 1 }); // opens the table for upkeep
     const state = await eventually(
-      indexState,
+      () => tableState(strata, 'u', 'items'),
       (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
       20_000,
     );
@@ -112,16 +122,7 @@ describe('index upkeep', () => {
       indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
     });
     const more = Array.from({ length: 5000 }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
-    const ann = async () => {
-      const { lance, close } = await openDataset(strata, 'acme', 'u', 'grown');
-      try {
-        const index = (await lance.listIndices()).find((i) => /ivf/i.test(i.indexType));
-        const stats = index === undefined ? undefined : await lance.indexStats(index.name);
-        return { segments: stats?.numIndices ?? 0, indexed: stats?.numIndexedRows ?? 0, rows: await lance.countRows() };
-      } finally {
-        close();
-      }
-    };
+    const ann = () => tableState(strata, 'u', 'grown');
     const appendRows = (from: number, to: number) =>
       db.append(
         'grown',
@@ -135,13 +136,13 @@ describe('index upkeep', () => {
       k: 1,
     });
     // Trained on 1000 rows; then folds of 1000 rows each, every one a segment of its own until it is trained again.
-    await eventually(ann, (s) => s.segments > 0 && s.indexed === 1000, 20_000);
+    await eventually(ann, (s) => s.annSegments > 0 && s.annIndexed === 1000, 20_000);
     for (let from = 1000; from < 5000; from += 1000) {
       await appendRows(from, from + 1000);
-      await eventually(ann, (s) => s.indexed === from + 1000, 20_000);
+      await eventually(ann, (s) => s.annIndexed === from + 1000, 20_000);
     }
-    const last = await eventually(ann, (s) => s.segments === 1 && s.indexed === 5000, 20_000);
-    expect(last).toEqual({ segments: 1, indexed: 5000, rows: 5000 });
+    const last = await eventually(ann, (s) => s.annSegments === 1 && s.annIndexed === 5000, 20_000);
+    expect(last).toMatchObject({ annSegments: 1, annIndexed: 5000, rows: 5000 });
     const query = more[4321] as number[];
     const exact = more
       .map((v, id) => ({ id, d: v.reduce((sum, x, i) => sum + (x - (query[i] ?? 0)) ** 2, 0) }))
@@ -200,19 +201,7 @@ describe('index upkeep', () => {
       'tidy',
       Array.from({ length: 300 }, (_, id) => ({ id, note: `note ${id}`.repeat(20) })),
     );
-    const state = async () => {
-      const { lance, close } = await openDataset(strata, 'acme', 'u', 'tidy');
-      try {
-        const stats = await lance.stats();
-        const indexes = await lance.listIndices();
-        const unindexed = await Promise.all(
-          indexes.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
-        );
-        return { version: await lance.version(), bytes: stats.totalBytes, unindexed: Math.max(0, ...unindexed) };
-      } finally {
-        close();
-      }
-    };
+    const state = () => tableState(strata, 'u', 'tidy');
     // Upkeep folds the append into the row key index; after that it has nothing left to fold.
     const settled = await eventually(state, (s) => s.unindexed === 0, 20_000);
     expect(settled.unindexed).toBe(0);
@@ -242,23 +231,7 @@ describe('index upkeep', () => {
           { name: 'note', type: 'utf8' },
         ],
       });
-      const state = async () => {
-        const { lance, close } = await openDataset(paced, 'acme', 'p', 'log');
-        try {
-          const indexes = await lance.listIndices();
-          const unindexed = await Promise.all(
-            indexes.map(async (i) => (await lance.indexStats(i.name))?.numUnindexedRows ?? 0),
-          );
-          const stats = await lance.stats();
-          return {
-            version: await lance.version(),
-            fragments: stats.fragmentStats.numFragments,
-            unindexed: Math.max(0, ...unindexed),
-          };
-        } finally {
-          close();
-        }
-      };
+      const state = () => tableState(paced, 'p', 'log');
       const before = await state();
       const appends = 24;
       const started = Date.now();

@@ -119,10 +119,10 @@ export class Upkeep {
     const indices = await table.lance.listIndices();
     const indexed = annColumns(indices);
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
-    const needsAnn = missing.length > 0 && (await table.lance.countRows()) >= this.options.annMinRows;
+    const rows = missing.length > 0 ? await table.lance.countRows() : 0;
+    const needsAnn = rows >= this.options.annMinRows && missing.length > 0;
     if (needsAnn) {
       for (const vector of missing) {
-        const rows = await table.lance.countRows();
         const config = annIndex(vector.metric);
         if (await this.commit(table, () => table.lance.createIndex(vector.column, { config }))) {
           table.ann.add(vector.column);
