@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch, Schema, Vector } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
+import { MAX_ANN_SEGMENTS } from '../src/engine/upkeep.js';
 
 export const ARROW = 'application/vnd.apache.arrow.stream';
 export const JSON_BODY = { 'content-type': 'application/json' };
@@ -127,8 +128,10 @@ const QUIET_MS = 6_000;
 
 /**
  * Waits until upkeep has folded every row of every table of a local database into its indexes (and, with
- * `ann`, built a vector index somewhere), so measurements do not share the machine with it. Returns the
- * seconds until upkeep's last commit; QUIET_MS without a commit are waited after it.
+ * `ann`, built a vector index somewhere, in no more segments than upkeep lets pass without training it again),
+ * so measurements do not share the machine with it. Returns the seconds until upkeep's last commit; QUIET_MS
+ * without a commit are waited after it. A training that starts after that can still overlap a measurement:
+ * `tableVersions` before and after one shows it.
  */
 
 export async function untilIndexed(dataDir: string, database: string, ann = false): Promise<number> {
@@ -146,22 +149,45 @@ export async function untilIndexed(dataDir: string, database: string, ann = fals
     for (;;) {
       let unindexed = 0;
       let annFound = false;
+      let annSplit = false;
       const now = (await Promise.all(tables.map((t) => t.version()))).join();
       if (now !== versions && versions !== '') lastCommit = Date.now();
       versions = now;
       for (const table of tables) {
         for (const index of await table.listIndices()) {
-          unindexed += (await table.indexStats(index.name))?.numUnindexedRows ?? 0;
-          if (/ivf/i.test(index.indexType)) annFound = true;
+          const stats = await table.indexStats(index.name);
+          unindexed += stats?.numUnindexedRows ?? 0;
+          if (/ivf/i.test(index.indexType)) {
+            annFound = true;
+            if ((stats?.numIndices ?? 1) > MAX_ANN_SEGMENTS) annSplit = true;
+          }
         }
       }
-      if (unindexed === 0 && (annFound || !ann) && Date.now() - lastCommit >= QUIET_MS) {
+      if (unindexed === 0 && !annSplit && (annFound || !ann) && Date.now() - lastCommit >= QUIET_MS) {
         return (lastCommit - start) / 1000;
       }
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   } finally {
     for (const table of tables) table.close();
+    connection.close();
+  }
+}
+
+/** The Lance version of every table of a local database, to tell whether anything committed in between. */
+export async function tableVersions(dataDir: string, database: string): Promise<string> {
+  const dir = join(dataDir, 'buckets', database, 'tables');
+  const connection = await connect(dir, { readConsistencyInterval: 0 });
+  try {
+    const names = readdirSync(dir).filter((f) => f.endsWith('.lance'));
+    const versions: number[] = [];
+    for (const name of names) {
+      const table = await connection.openTable(name.replace(/\.lance$/, ''));
+      versions.push(await table.version());
+      table.close();
+    }
+    return versions.join();
+  } finally {
     connection.close();
   }
 }

@@ -20,6 +20,7 @@ import {
   saveResults,
   seconds,
   startServer,
+  tableVersions,
   untilIndexed,
   vectorColumn,
   vectorType,
@@ -99,41 +100,28 @@ interface Latencies {
   hybrid: number[];
   count: number[];
 }
+type Kind = keyof Latencies;
+const KINDS: readonly Kind[] = ['text', 'vector', 'hybrid', 'count'];
+/** How one side (the service over HTTP, or LanceDB in-process) runs query `q` of each kind. */
+type Runner = Record<Kind, (q: number) => Promise<unknown>>;
 
-async function measureHttp(server: Server, queries: ReturnType<typeof makeQueries>): Promise<Latencies> {
-  const out: Latencies = { text: [], vector: [], hybrid: [], count: [] };
-  const run = async (into: number[], body: object, path = '/v1/hybrid_search/bench') => {
-    const start = performance.now();
-    await server.post(path, JSON.stringify({ table_name: 'docs', ...body }), {
+function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>): Runner {
+  const run = (body: object, path = '/v1/hybrid_search/bench') =>
+    server.post(path, JSON.stringify({ table_name: 'docs', ...body }), {
       'content-type': 'application/json',
       accept: ARROW,
     });
-    into.push(performance.now() - start);
+  const text = (q: number) => ({ text_field: 'body', text_query: queries.texts[q], k: K, projection: ['id'] });
+  const vector = (q: number) => ({ vector_field: 'emb', vector_query: queries.vectors[q], k: K, projection: ['id'] });
+  return {
+    text: (q) => run(text(q)),
+    vector: (q) => run(vector(q)),
+    hybrid: (q) => run({ ...text(q), ...vector(q) }),
+    count: (q) => run({ field_name: 'body', query: queries.texts[q] }, '/v1/count/bench'),
   };
-  for (let i = 0; i < QUERIES + 20; i++) {
-    const q = i % queries.texts.length;
-    const text = { text_field: 'body', text_query: queries.texts[q], k: K, projection: ['id'] };
-    const vector = { vector_field: 'emb', vector_query: queries.vectors[q], k: K, projection: ['id'] };
-    const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out; // 20 to warm up
-    await run(sink.text, text);
-    await run(sink.vector, vector);
-    await run(sink.hybrid, { ...text, ...vector });
-    await run(sink.count, { field_name: 'body', query: queries.texts[q] }, '/v1/count/bench');
-  }
-  return out;
 }
 
-async function measureInProcess(
-  lance: LanceTable,
-  queries: ReturnType<typeof makeQueries>,
-  ann: boolean,
-): Promise<Latencies> {
-  const out: Latencies = { text: [], vector: [], hybrid: [], count: [] };
-  const time = async (into: number[], run: () => Promise<unknown>) => {
-    const start = performance.now();
-    await run();
-    into.push(performance.now() - start);
-  };
+function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueries>): Runner {
   const textLeg = (q: number, ranked = K) =>
     lance
       .query()
@@ -141,29 +129,52 @@ async function measureInProcess(
       .select(['_rowkey', '_score', 'id'])
       .limit(ranked + TEXT_SLACK)
       .toArrow();
-  const vectorLeg = (q: number, ranked = K) => {
-    const v = lance
+  const vectorLeg = (q: number, ranked = K) =>
+    lance
       .vectorSearch(queries.vectors[q] ?? [])
       .column('emb')
       .distanceType('l2')
       .select(['_rowkey', 'id'])
-      .limit(ranked + VECTOR_SLACK);
-    return (ann ? v.nprobes(NPROBES).refineFactor(1) : v).toArrow();
-  };
-  for (let i = 0; i < QUERIES + 20; i++) {
-    const q = i % queries.texts.length;
-    const sink: Latencies = i < 20 ? { text: [], vector: [], hybrid: [], count: [] } : out;
-    await time(sink.text, () => textLeg(q));
-    await time(sink.vector, () => vectorLeg(q));
-    await time(sink.hybrid, () => Promise.all([textLeg(q, HYBRID_WINDOW), vectorLeg(q, HYBRID_WINDOW)]));
-    await time(sink.count, () =>
+      .limit(ranked + VECTOR_SLACK)
+      .nprobes(NPROBES)
+      .refineFactor(1)
+      .toArrow();
+  return {
+    text: (q) => textLeg(q),
+    vector: (q) => vectorLeg(q),
+    hybrid: (q) => Promise.all([textLeg(q, HYBRID_WINDOW), vectorLeg(q, HYBRID_WINDOW)]),
+    count: (q) =>
       lance
         .query()
         .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
         .select([])
         .limit(1e9)
         .toArrow(),
-    );
+  };
+}
+
+/**
+ * Latencies of every side's queries, taken in turns query by query (which side goes first alternates), so that
+ * the sides share the machine's state (caches, memory, neighbours) rather than each having its own stretch of it.
+ */
+async function measure<S extends string>(
+  runners: Record<S, Runner>,
+  queryCount: number,
+): Promise<Record<S, Latencies>> {
+  const sides = Object.keys(runners) as S[];
+  const out = Object.fromEntries(
+    sides.map((side) => [side, { text: [], vector: [], hybrid: [], count: [] } as Latencies]),
+  ) as Record<S, Latencies>;
+  for (let i = 0; i < QUERIES + 20; i++) {
+    const q = i % queryCount;
+    const order = i % 2 === 0 ? sides : [...sides].reverse();
+    for (const kind of KINDS) {
+      for (const side of order) {
+        const start = performance.now();
+        await runners[side][kind](q);
+        if (i >= 20) out[side][kind].push(performance.now() - start); // the first 20 warm up
+      }
+    }
   }
   return out;
 }
@@ -208,8 +219,13 @@ async function main(): Promise<void> {
   const { lance, close } = await dataset(dataDir);
   console.log(`indexes built and caught up in ${settleSeconds.toFixed(1)} s`);
 
-  const http = await measureHttp(server, queries);
-  const inProcess = await measureInProcess(lance, queries, true);
+  const versionsBefore = await tableVersions(dataDir, 'bench');
+  const { http, inProcess } = await measure(
+    { http: httpRunner(server, queries), inProcess: inProcessRunner(lance, queries) },
+    queries.texts.length,
+  );
+  // Upkeep that commits meanwhile (an ANN index trained again) shares the machine with the measurement.
+  const upkeepDuringMeasurement = (await tableVersions(dataDir, 'bench')) !== versionsBefore;
 
   let found = 0;
   for (let q = 0; q < RECALL_QUERIES; q++) {
@@ -242,7 +258,7 @@ async function main(): Promise<void> {
   );
   await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
   const unindexed = await unindexedRows(lance);
-  const httpUnindexed = await measureHttp(server, queries);
+  const { http: httpUnindexed } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
 
   const results = {
     rows: ROWS,
@@ -251,6 +267,7 @@ async function main(): Promise<void> {
     load_seconds: Number(loadSeconds.toFixed(1)),
     load_rows_per_s: Math.round(ROWS / loadSeconds),
     index_build_and_upkeep_seconds: Number(settleSeconds.toFixed(1)),
+    upkeep_committed_during_measurement: upkeepDuringMeasurement,
     http_ms: summarize(http),
     in_process_ms: summarize(inProcess),
     ratio_http_vs_in_process_p50: {

@@ -2,6 +2,7 @@ import { MatchQuery, Operator } from '@lancedb/lancedb';
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
+import { takeColumns } from '../arrow/take.js';
 import { BadRequest } from '../errors.js';
 import { type Fused, fuse, rankLeg } from './fusion.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
@@ -189,36 +190,48 @@ async function rowsByKeys(
     batches.push(...found.batches);
     index(from);
   }
-  const rows: RecordBatch[] = [];
-  let i = 0;
-  while (i < keys.length) {
-    const start = where.get(keys[i] as bigint);
-    if (start === undefined) {
-      i++; // deleted between ranking and fetching: a read of a later version than the ranking
-      continue;
-    }
-    let end = i + 1;
-    while (end < keys.length) {
-      const next = where.get(keys[end] as bigint);
-      if (next === undefined || next.batch !== start.batch || next.row !== start.row + (end - i)) break;
-      end++;
-    }
-    const source = batches[start.batch] as RecordBatch;
-    const slice = source.slice(start.row, start.row + (end - i));
-    const columns = fields.map(
-      (f) => slice.data.children[source.schema.fields.findIndex((s) => s.name === f.name)] as Data,
-    );
-    if (scores !== undefined) {
-      const part = scores.slice(i, end);
-      columns.push(
-        float64Data(part.map((s) => s.score)),
-        float64Data(part.map((s) => s.bm25)),
-        float64Data(part.map((s) => s.distance)),
-      );
-    }
-    rows.push(batchOf(schema, end - i, columns));
-    i = end;
+  // Runs of rows that are neighbours in both orders (`from`: the run's first index in `keys`). A key deleted
+  // between ranking and fetching (a read of a later version than the ranking) has no row and is left out.
+  const runs: { batch: RecordBatch; start: number; end: number; from: number }[] = [];
+  keys.forEach((key, i) => {
+    const at = where.get(key);
+    if (at === undefined) return;
+    const last = runs[runs.length - 1];
+    const batch = batches[at.batch] as RecordBatch;
+    if (last?.batch === batch && last.end === at.row && last.from + (last.end - last.start) === i) last.end++;
+    else runs.push({ batch, start: at.row, end: at.row + 1, from: i });
+  });
+  const keyIndexes = (run: (typeof runs)[number]) =>
+    Array.from({ length: run.end - run.start }, (_, j) => run.from + j);
+  const scoreColumns = (picked: readonly number[]): Data[] => {
+    if (scores === undefined) return [];
+    const part = picked.map((i) => scores[i] as Fused);
+    return [
+      float64Data(part.map((s) => s.score)),
+      float64Data(part.map((s) => s.bm25)),
+      float64Data(part.map((s) => s.distance)),
+    ];
+  };
+  // Rows gathered from many places are copied into one batch: every batch is an IPC message of its own, and
+  // encoding ~7 one-row batches cost more than all the rest of a text query's work outside Lance.
+  const copied =
+    runs.length > 1
+      ? takeColumns(
+          new arrow.Schema([...fields]),
+          runs.map((r) => [r.batch, r.start, r.end] as const),
+        )
+      : undefined;
+  if (copied !== undefined) {
+    const picked = runs.flatMap(keyIndexes);
+    return { schema, rows: [batchOf(schema, picked.length, [...copied, ...scoreColumns(picked)])] };
   }
+  const rows = runs.map((run) => {
+    const slice = run.batch.slice(run.start, run.end);
+    const columns = fields.map(
+      (f) => slice.data.children[run.batch.schema.fields.findIndex((s) => s.name === f.name)] as Data,
+    );
+    return batchOf(schema, run.end - run.start, [...columns, ...scoreColumns(keyIndexes(run))]);
+  });
   return { schema, rows };
 }
 

@@ -32,7 +32,7 @@ const SMALL_FRAGMENTS_TO_COMPACT = 32;
  * searches, and partitions stay those of the first training: measured at 400k × 384 grown from 25k in
  * 25k-row folds, 8 segments answered in 9.7 ms, the same index trained again in 5.8 ms (one segment, 11 s).
  */
-const MAX_ANN_SEGMENTS = 4;
+export const MAX_ANN_SEGMENTS = 4;
 const ANN_REGROWTH = 4;
 
 /** The metric each declared index trains with; it must match the one queries use. */
