@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
+import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
@@ -139,10 +140,35 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
       .nprobes(NPROBES)
       .refineFactor(1)
       .toArrow();
+  // With both legs the service reads only row ids and measures, then the winners' columns (src/engine/search.ts).
+  const idsOf = (t: ArrowTable) => Array.from(t.getChild('_rowid')?.toArray() as BigUint64Array);
+  const hybrid = async (q: number) => {
+    const [text, vector] = await Promise.all([
+      lance
+        .query()
+        .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
+        .select(['_score'])
+        .withRowId()
+        .limit(HYBRID_WINDOW + TEXT_SLACK)
+        .toArrow(),
+      lance
+        .vectorSearch(queries.vectors[q] ?? [])
+        .column('emb')
+        .distanceType('l2')
+        .select(['_distance'])
+        .withRowId()
+        .limit(HYBRID_WINDOW + VECTOR_SLACK)
+        .nprobes(NPROBES)
+        .refineFactor(1)
+        .toArrow(),
+    ]);
+    const winners = [...idsOf(text).slice(0, K / 2), ...idsOf(vector).slice(0, K / 2)];
+    return lance.takeRowIds(winners).select(['id']).toArrow();
+  };
   return {
     text: (q) => textLeg(q),
     vector: (q) => vectorLeg(q),
-    hybrid: (q) => Promise.all([textLeg(q, HYBRID_WINDOW), vectorLeg(q, HYBRID_WINDOW)]),
+    hybrid,
     count: (q) =>
       lance
         .query()

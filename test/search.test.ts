@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
-import { type Row, tablesOf } from './support/tables.js';
+import { openDataset, type Row, tablesOf } from './support/tables.js';
 
 let strata: TestServer;
 let api: Client;
@@ -185,6 +185,22 @@ describe('text leg', () => {
   });
 });
 
+/** RRF of two single-leg rankings as API.md §6 defines it (ids are in row order), written apart from the engine. */
+function rrf(text: Hit[], vector: Hit[], o: { rrfK: number; textWeight: number; vectorWeight: number; k: number }) {
+  const rank = (hits: Hit[]) => new Map(hits.map((h, i) => [h.id, i + 1]));
+  const [textRank, vectorRank] = [rank(text), rank(vector)];
+  return [...new Set([...textRank.keys(), ...vectorRank.keys()])]
+    .map((id) => {
+      const t = textRank.get(id);
+      const v = vectorRank.get(id);
+      const score =
+        (t === undefined ? 0 : o.textWeight / (o.rrfK + t)) + (v === undefined ? 0 : o.vectorWeight / (o.rrfK + v));
+      return { id, score, best: Math.min(t ?? Infinity, v ?? Infinity) };
+    })
+    .sort((a, b) => b.score - a.score || a.best - b.best || Number(a.id) - Number(b.id))
+    .slice(0, o.k);
+}
+
 describe('fusion', () => {
   test('fused scores are the RRF of the two single-leg rankings, with weights and rrf_k', async () => {
     const common = { window: 40, projection: ['id'] };
@@ -202,17 +218,7 @@ describe('fusion', () => {
       vector_weight: 0.5,
     });
 
-    const rank = (hits: Hit[]) => new Map(hits.map((h, i) => [h.id, i + 1]));
-    const [textRank, vectorRank] = [rank(text.json.data), rank(vector.json.data)];
-    const expected = [...new Set([...textRank.keys(), ...vectorRank.keys()])]
-      .map((id) => {
-        const t = textRank.get(id);
-        const v = vectorRank.get(id);
-        const score = (t === undefined ? 0 : 2 / (10 + t)) + (v === undefined ? 0 : 0.5 / (10 + v));
-        return { id, score, best: Math.min(t ?? Infinity, v ?? Infinity) };
-      })
-      .sort((a, b) => b.score - a.score || a.best - b.best || Number(a.id) - Number(b.id))
-      .slice(0, 10);
+    const expected = rrf(text.json.data, vector.json.data, { rrfK: 10, textWeight: 2, vectorWeight: 0.5, k: 10 });
 
     expect(fused.json.data.map((h) => h.id)).toEqual(expected.map((e) => e.id));
     fused.json.data.forEach((hit, i) => {
@@ -515,5 +521,53 @@ describe('freshness', () => {
 
     await db.remove('fresh', 'id = 2');
     expect([await counted('yak'), await nearest()]).toEqual([0, undefined]);
+  });
+
+  test('hybrid results stay the RRF of the single legs after deletes and a compaction move rows', async () => {
+    // Both legs together read Lance row ids, which a compaction changes; each leg alone reads row keys.
+    await db.create({
+      table_name: 'moved',
+      schema: [
+        { name: 'id', type: 'i64' },
+        { name: 'body', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: 2 },
+      ],
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+    });
+    for (let part = 0; part < 4; part++) {
+      await db.append(
+        'moved',
+        Array.from({ length: 10 }, (_, i) => {
+          const id = part * 10 + i;
+          return { id, body: WORDS.filter((_, w) => (id >> w) & 1).join(' ') || 'none', emb: [id % 7, id % 5] };
+        }),
+      );
+    }
+    const query = { table_name: 'moved', text_query: 'apple cherry', vector_query: [3, 2], window: 40 };
+    const check = async () => {
+      const leg = async (body: Record<string, unknown>) =>
+        (await search({ ...query, ...body, k: 40, projection: ['id'] })).json.data;
+      const text = await leg({ text_field: 'body', vector_query: undefined });
+      const vector = await leg({ vector_field: 'emb', text_query: undefined });
+      const fused = (await search({ ...query, text_field: 'body', vector_field: 'emb', k: 12, projection: ['id'] }))
+        .json.data;
+      const expected = rrf(text, vector, { rrfK: 60, textWeight: 1, vectorWeight: 1, k: 12 });
+      expect(fused.map((h) => h.id)).toEqual(expected.map((e) => e.id));
+      fused.forEach((hit, i) => expect(hit._score).toBeCloseTo(expected[i]?.score ?? 0, 12));
+      return fused.map((h) => h.id);
+    };
+    const before = await check();
+    await db.remove('moved', `id IN (${before.slice(0, 3).join(', ')})`);
+    const { lance, close } = await openDataset(strata, 'acme', 's', 'moved');
+    try {
+      const fragments = (await lance.stats()).fragmentStats.numFragments;
+      await lance.optimize();
+      expect((await lance.stats()).fragmentStats.numFragments).toBeLessThan(fragments);
+    } finally {
+      close();
+    }
+    const after = await check();
+    expect(after).not.toContain(before[0]);
+    expect(after.length).toBe(12);
   });
 });

@@ -5,6 +5,7 @@ import { BadRequest, Conflict, NotFound } from '../errors.js';
 import type { LanceLocation } from '../storage/lance.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
+import { RowKeys } from './row-keys.js';
 import {
   type Analyzer,
   type ColumnDescriptor,
@@ -47,6 +48,8 @@ export interface TableHandle {
   ann: Set<string>;
   /** What each version this worker saw committed did to the rows (SQL reloads only what changed). */
   changes: TableChanges;
+  /** Row keys by Lance row id, for search legs that read only row ids. */
+  rowKeys: RowKeys;
 }
 
 /** Tries to close a handle again this long after a read still borrowing it refused the close. */
@@ -226,6 +229,7 @@ export class Tables {
           writes: new Serial(),
           ann: annColumns(await lance.listIndices()),
           changes: new TableChanges(),
+          rowKeys: new RowKeys(lance),
         };
       })();
       handle.catch(() => this.handles.delete(record.tableId));

@@ -154,7 +154,10 @@ export class Upkeep {
       );
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
-      if (optimized) this.tidied.set(id, version);
+      if (optimized) {
+        this.tidied.set(id, version);
+        table.rowKeys.trim(await table.lance.countRows());
+      }
     } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
     }

@@ -1,0 +1,105 @@
+import type { Table as LanceTable } from '@lancedb/lancedb';
+import type { Table } from 'apache-arrow';
+import { rowKeysOf } from './rows.js';
+import { ROW_KEY } from './schema.js';
+
+/** Row ids share their upper 32 bits per fragment (Lance's row addresses); a bucket is one such range. */
+const BUCKET_BITS = 32n;
+const OFFSET_MASK = (1n << BUCKET_BITS) - 1n;
+const NO_ROW = -1n;
+/** Slots a small table's cache may hold beyond twice its rows before `trim` looks at it. */
+const TRIM_SLACK = 65_536;
+
+/** The Lance row ids of a result read `withRowId()`, in result order. */
+export function rowIdsOf(result: Table): bigint[] {
+  const out: bigint[] = [];
+  for (const chunk of result.getChild('_rowid')?.data ?? []) {
+    const ids = chunk.values as BigUint64Array;
+    for (let i = 0; i < chunk.length; i++) out.push(ids[i] as bigint);
+  }
+  return out;
+}
+
+/**
+ * The row key of each Lance row id, kept in memory per bucket of ids. A search leg that reads only row ids
+ * and scores skips Lance's take of the key and projected columns for every candidate, which cost more than
+ * the search itself (1.1M rows, 132 text candidates: 1.6 ms with row ids, 4.3 ms with key and one column);
+ * the few winners' columns are then read by key. A row id always names the same row, so an entry never goes
+ * stale: compaction gives moved rows new ids (their buckets load on first use), and `forgetUnused` lets go
+ * of buckets no search has asked for since its last call (upkeep calls it after each compaction).
+ */
+export class RowKeys {
+  private readonly buckets = new Map<bigint, BigInt64Array>();
+  private used = new Set<bigint>();
+  private readonly loading = new Map<bigint, Promise<void>>();
+
+  constructor(private readonly lance: LanceTable) {}
+
+  /**
+   * The row key of each id, in order; undefined for a row deleted since the search that found it read the
+   * table (its bucket was loaded from a later version).
+   */
+  async of(rowIds: readonly bigint[]): Promise<(bigint | undefined)[]> {
+    const wanted = new Set(rowIds.filter((id) => this.lookup(id) === NO_ROW).map((id) => id >> BUCKET_BITS));
+    // Loaded but without the row: deleted since, or a bucket that grew after its load (stable row ids).
+    for (const bucket of wanted) this.buckets.delete(bucket);
+    if (wanted.size > 0) await this.load([...wanted]);
+    return rowIds.map((id) => {
+      this.used.add(id >> BUCKET_BITS);
+      const key = this.lookup(id);
+      return key === NO_ROW ? undefined : key;
+    });
+  }
+
+  /**
+   * Once the cache holds twice the table's rows (compaction moved rows to new ids; the old ids' buckets are
+   * never asked for again), drops the buckets no search asked for since the previous trim.
+   */
+  trim(liveRows: number): void {
+    let slots = 0;
+    for (const bucket of this.buckets.values()) slots += bucket.length;
+    if (slots > 2 * liveRows + TRIM_SLACK) {
+      for (const bucket of this.buckets.keys()) if (!this.used.has(bucket)) this.buckets.delete(bucket);
+    }
+    this.used = new Set();
+  }
+
+  /** Buckets held (for tests). */
+  get bucketCount(): number {
+    return this.buckets.size;
+  }
+
+  private lookup(id: bigint): bigint {
+    const bucket = this.buckets.get(id >> BUCKET_BITS);
+    return bucket?.[Number(id & OFFSET_MASK)] ?? NO_ROW;
+  }
+
+  private async load(buckets: readonly bigint[]): Promise<void> {
+    const pending = buckets.filter((b) => !this.loading.has(b));
+    if (pending.length > 0) {
+      const read = this.read(pending);
+      for (const bucket of pending) this.loading.set(bucket, read);
+      void read.finally(() => {
+        for (const bucket of pending) this.loading.delete(bucket);
+      });
+    }
+    await Promise.all(buckets.map((b) => this.loading.get(b)));
+  }
+
+  private async read(buckets: readonly bigint[]): Promise<void> {
+    const ranges = buckets.map((b) => `(_rowid >= ${b << BUCKET_BITS} AND _rowid < ${(b + 1n) << BUCKET_BITS})`);
+    const rows = await this.lance.query().select([ROW_KEY]).withRowId().where(ranges.join(' OR ')).toArrow();
+    const ids = rowIdsOf(rows);
+    const keys = rowKeysOf(rows);
+    const sizes = new Map<bigint, number>();
+    for (const id of ids) {
+      const bucket = id >> BUCKET_BITS;
+      sizes.set(bucket, Math.max(sizes.get(bucket) ?? 0, Number(id & OFFSET_MASK) + 1));
+    }
+    const filled = new Map([...sizes].map(([bucket, size]) => [bucket, new BigInt64Array(size).fill(NO_ROW)]));
+    ids.forEach((id, i) => {
+      (filled.get(id >> BUCKET_BITS) as BigInt64Array)[Number(id & OFFSET_MASK)] = keys[i] as bigint;
+    });
+    for (const [bucket, slots] of filled) this.buckets.set(bucket, slots);
+  }
+}

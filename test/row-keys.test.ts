@@ -1,0 +1,73 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Connection, connect, type Table as LanceTable } from '@lancedb/lancedb';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
+import { RowKeys, rowIdsOf } from '../src/engine/row-keys.js';
+import { ROW_KEY } from '../src/engine/schema.js';
+
+let dir: string;
+let connection: Connection;
+let lance: LanceTable;
+
+const schema = new arrow.Schema([new arrow.Field(ROW_KEY, new arrow.Int64(), false)]);
+const rowsWithKeys = (from: number, n: number) =>
+  new arrow.Table({ [ROW_KEY]: arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))) });
+
+/** Every row's id and key, read from Lance itself. */
+async function truth(): Promise<{ ids: bigint[]; keys: bigint[] }> {
+  const rows = await lance.query().select([ROW_KEY]).withRowId().toArrow();
+  return { ids: rowIdsOf(rows), keys: Array.from(rows.getChild(ROW_KEY)?.toArray() as BigInt64Array) };
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'strata-rowkeys-'));
+  connection = await connect(dir, { readConsistencyInterval: 0 });
+  lance = await connection.createEmptyTable('t', schema);
+  // Three appends: three fragments, keys not in row-id order within the last one.
+  await lance.add(rowsWithKeys(0, 100));
+  await lance.add(rowsWithKeys(100, 50));
+  await lance.add(new arrow.Table({ [ROW_KEY]: arrow.makeVector(BigInt64Array.from([500n, 300n, 400n])) }));
+});
+afterAll(() => {
+  lance?.close();
+  connection?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('row keys by Lance row id', () => {
+  test('answers each id with its row key, in the order asked, across fragments', async () => {
+    const { ids, keys } = await truth();
+    const cache = new RowKeys(lance);
+    const order = ids.map((_, i) => i).reverse();
+    expect(await cache.of(order.map((i) => ids[i] as bigint))).toEqual(order.map((i) => keys[i]));
+    expect(cache.bucketCount).toBe(3);
+  });
+
+  test('a row deleted before its bucket loads has no key; moved rows are found under their new ids', async () => {
+    const { ids: before } = await truth();
+    const cache = new RowKeys(lance);
+    await lance.delete(`${ROW_KEY} = 120`);
+    const [gone] = await cache.of([before[120] as bigint]);
+    expect(gone).toBeUndefined();
+
+    await lance.optimize();
+    const { ids, keys } = await truth();
+    expect(ids).not.toEqual(before.filter((_, i) => i !== 120));
+    expect(await cache.of(ids)).toEqual(keys);
+  });
+
+  test('trim lets go of buckets no search asked for, once the cache holds over twice the rows', async () => {
+    await lance.add(rowsWithKeys(1000, 70_000)); // past the slack a small table gets
+    const cache = new RowKeys(lance);
+    const { ids } = await truth();
+    await cache.of(ids);
+    const held = cache.bucketCount;
+    cache.trim(ids.length);
+    expect(cache.bucketCount).toBe(held); // within twice the rows: kept
+    await cache.of(ids.slice(0, 1));
+    cache.trim(1);
+    expect(cache.bucketCount).toBe(1); // over: only the bucket asked for since the last trim is kept
+  });
+});
