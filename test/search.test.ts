@@ -553,7 +553,9 @@ describe('freshness', () => {
         .json.data;
       const expected = rrf(text, vector, { rrfK: 60, textWeight: 1, vectorWeight: 1, k: 12 });
       expect(fused.map((h) => h.id)).toEqual(expected.map((e) => e.id));
-      fused.forEach((hit, i) => expect(hit._score).toBeCloseTo(expected[i]?.score ?? 0, 12));
+      fused.forEach((hit, i) => {
+        expect(hit._score).toBeCloseTo(expected[i]?.score ?? 0, 12);
+      });
       return fused.map((h) => h.id);
     };
     const before = await check();
