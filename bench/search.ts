@@ -123,20 +123,20 @@ function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>): Ru
 }
 
 function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueries>): Runner {
-  const textLeg = (q: number, ranked = K) =>
+  const textLeg = (q: number) =>
     lance
       .query()
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
       .select(['_rowkey', '_score', 'id'])
-      .limit(ranked + TEXT_SLACK)
+      .limit(K + TEXT_SLACK)
       .toArrow();
-  const vectorLeg = (q: number, ranked = K) =>
+  const vectorLeg = (q: number) =>
     lance
       .vectorSearch(queries.vectors[q] ?? [])
       .column('emb')
       .distanceType('l2')
       .select(['_rowkey', 'id'])
-      .limit(ranked + VECTOR_SLACK)
+      .limit(K + VECTOR_SLACK)
       .nprobes(NPROBES)
       .refineFactor(1)
       .toArrow();

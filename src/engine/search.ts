@@ -279,16 +279,16 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   // candidates' columns with them, as the extra read after it would cost more (~1.4 ms) than it saves.
   const carried = both ? [] : [ROW_KEY, ...fields.map((f) => f.name)];
   const ranking = async (hits: Table, values: number[], better: 'higher' | 'lower', weight: number | undefined) => {
-    let keys: (bigint | undefined)[] = keysOf(hits);
-    let measured = values;
-    if (both) {
-      keys = await table.rowKeys.of(rowIdsOf(hits));
-      // A row deleted since the leg read it is left out, as a later read would leave it out.
-      measured = values.filter((_, i) => keys[i] !== undefined);
-      keys = keys.filter((key) => key !== undefined);
-    }
+    // A row deleted since the leg read it has no key and is left out, as a later read would leave it out.
+    const found = both ? await table.rowKeys.of(rowIdsOf(hits)) : keysOf(hits);
+    const kept = found.flatMap((key, i) => (key === undefined ? [] : [i]));
     return {
-      ...rankLeg(keys as bigint[], measured, better, ranked),
+      ...rankLeg(
+        kept.map((i) => found[i] as bigint),
+        kept.map((i) => values[i] as number),
+        better,
+        ranked,
+      ),
       weight: weight ?? 1,
       hits: both ? undefined : hits,
     };
