@@ -104,6 +104,8 @@ const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
 /** The embedded control store: one SQLite file in WAL mode, shared safely with the CLI's processes. */
 export class SqliteControlStore implements ControlStore {
   private readonly db: Database.Database;
+  /** Each statement is prepared once: preparing cost more than running the point lookups every request makes. */
+  private readonly statements = new Map<string, Database.Statement>();
 
   constructor(path: string) {
     mkdirSync(dirname(path), { recursive: true });
@@ -115,13 +117,21 @@ export class SqliteControlStore implements ControlStore {
     this.migrate();
   }
 
+  private statement(sql: string): Database.Statement {
+    let prepared = this.statements.get(sql);
+    if (prepared === undefined) {
+      prepared = this.db.prepare(sql);
+      this.statements.set(sql, prepared);
+    }
+    return prepared;
+  }
+
   private migrate(): void {
     this.db.exec(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)',
     );
     const applied = new Set(
-      this.db
-        .prepare('SELECT version FROM schema_migrations')
+      this.statement('SELECT version FROM schema_migrations')
         .all()
         .map((row) => (row as { version: number }).version),
     );
@@ -131,14 +141,14 @@ export class SqliteControlStore implements ControlStore {
       this.db
         .transaction(() => {
           this.db.exec(sql);
-          this.db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (?, ?)').run(version, Date.now());
+          this.statement('INSERT INTO schema_migrations (version, applied_ms) VALUES (?, ?)').run(version, Date.now());
         })
         .immediate();
     });
   }
 
   async ping(): Promise<void> {
-    this.db.prepare('SELECT 1').get();
+    this.statement('SELECT 1').get();
   }
 
   async close(): Promise<void> {
@@ -148,55 +158,58 @@ export class SqliteControlStore implements ControlStore {
   async ensureAccount(name: string): Promise<Account> {
     return this.db
       .transaction(() => {
-        const found = this.db.prepare('SELECT id, name FROM accounts WHERE name = ?').get(name) as Account | undefined;
+        const found = this.statement('SELECT id, name FROM accounts WHERE name = ?').get(name) as Account | undefined;
         if (found !== undefined) return found;
         const account = { id: `acct_${randomUUID()}`, name };
-        this.db
-          .prepare('INSERT INTO accounts (id, name, created_ms) VALUES (?, ?, ?)')
-          .run(account.id, name, Date.now());
+        this.statement('INSERT INTO accounts (id, name, created_ms) VALUES (?, ?, ?)').run(
+          account.id,
+          name,
+          Date.now(),
+        );
         return account;
       })
       .immediate();
   }
 
   async insertKey(key: ApiKeyRecord): Promise<void> {
-    this.db
-      .prepare('INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES (?, ?, ?, ?, ?)')
-      .run(key.id, key.accountId, key.hash, key.createdMs, key.revokedMs);
+    this.statement('INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES (?, ?, ?, ?, ?)').run(
+      key.id,
+      key.accountId,
+      key.hash,
+      key.createdMs,
+      key.revokedMs,
+    );
   }
 
   async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const row = this.db.prepare('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
+    const row = this.statement('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
     return row === undefined ? undefined : keyFromRow(row);
   }
 
   async listKeys(): Promise<ApiKeyListing[]> {
-    const rows = this.db
-      .prepare(
-        'SELECT k.*, a.name AS account_name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_ms, k.id',
-      )
-      .all() as (KeyRow & { account_name: string })[];
+    const rows = this.statement(
+      'SELECT k.*, a.name AS account_name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_ms, k.id',
+    ).all() as (KeyRow & { account_name: string })[];
     return rows.map((row) => ({ ...keyFromRow(row), accountName: row.account_name }));
   }
 
   async revokeKey(id: string, nowMs: number): Promise<boolean> {
-    const result = this.db
-      .prepare('UPDATE api_keys SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL')
-      .run(nowMs, id);
+    const result = this.statement('UPDATE api_keys SET revoked_ms = ? WHERE id = ? AND revoked_ms IS NULL').run(
+      nowMs,
+      id,
+    );
     return result.changes === 1;
   }
 
   async countKeys(): Promise<number> {
-    return (this.db.prepare('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
+    return (this.statement('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
   }
 
   async insertDatabase(db: DatabaseRecord): Promise<void> {
     try {
-      this.db
-        .prepare(
-          'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError);
+      this.statement(
+        'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ).run(db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError);
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
         throw new Conflict(`database "${db.name}" is already registered`);
@@ -206,34 +219,32 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined> {
-    const row = this.db.prepare('SELECT * FROM databases WHERE account_id = ? AND name = ?').get(accountId, name) as
+    const row = this.statement('SELECT * FROM databases WHERE account_id = ? AND name = ?').get(accountId, name) as
       | DatabaseRow
       | undefined;
     return row === undefined ? undefined : databaseFromRow(row);
   }
 
   async listDatabases(accountId: string): Promise<DatabaseRecord[]> {
-    const rows = this.db
-      .prepare('SELECT * FROM databases WHERE account_id = ? ORDER BY name')
-      .all(accountId) as DatabaseRow[];
+    const rows = this.statement('SELECT * FROM databases WHERE account_id = ? ORDER BY name').all(
+      accountId,
+    ) as DatabaseRow[];
     return rows.map(databaseFromRow);
   }
 
   async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
-    this.db.prepare('UPDATE databases SET state = ?, last_error = ? WHERE id = ?').run(state, lastError, id);
+    this.statement('UPDATE databases SET state = ?, last_error = ? WHERE id = ?').run(state, lastError, id);
   }
 
   async deleteDatabase(id: string): Promise<void> {
-    this.db.prepare('DELETE FROM databases WHERE id = ?').run(id);
+    this.statement('DELETE FROM databases WHERE id = ?').run(id);
   }
 
   async insertTable(table: TableRecord): Promise<void> {
     try {
-      this.db
-        .prepare(
-          'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
-        )
-        .run(table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state);
+      this.statement(
+        'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+      ).run(table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state);
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw new Conflict(`table "${table.name}" already exists`);
@@ -243,30 +254,31 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async findTable(databaseId: string, name: string): Promise<TableRecord | undefined> {
-    const row = this.db.prepare('SELECT * FROM tables WHERE database_id = ? AND name = ?').get(databaseId, name) as
+    const row = this.statement('SELECT * FROM tables WHERE database_id = ? AND name = ?').get(databaseId, name) as
       | TableRow
       | undefined;
     return row === undefined ? undefined : tableFromRow(row);
   }
 
   async listTables(databaseId: string): Promise<TableRecord[]> {
-    const rows = this.db
-      .prepare('SELECT * FROM tables WHERE database_id = ? ORDER BY name')
-      .all(databaseId) as TableRow[];
+    const rows = this.statement('SELECT * FROM tables WHERE database_id = ? ORDER BY name').all(
+      databaseId,
+    ) as TableRow[];
     return rows.map(tableFromRow);
   }
 
   async setTableState(tableId: string, state: TableRecord['state']): Promise<void> {
-    this.db.prepare('UPDATE tables SET state = ? WHERE table_id = ?').run(state, tableId);
+    this.statement('UPDATE tables SET state = ? WHERE table_id = ?').run(state, tableId);
   }
 
   async deleteTable(tableId: string): Promise<void> {
-    this.db.prepare('DELETE FROM tables WHERE table_id = ?').run(tableId);
+    this.statement('DELETE FROM tables WHERE table_id = ?').run(tableId);
   }
 
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
-    const row = this.db
-      .prepare('UPDATE tables SET next_row_key = next_row_key + ? WHERE table_id = ? RETURNING next_row_key')
+    const row = this.statement(
+      'UPDATE tables SET next_row_key = next_row_key + ? WHERE table_id = ? RETURNING next_row_key',
+    )
       .safeIntegers(true)
       .get(count, tableId) as { next_row_key: bigint } | undefined;
     if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
