@@ -70,4 +70,21 @@ describe('row keys by Lance row id', () => {
     cache.trim(1);
     expect(cache.bucketCount).toBe(1); // over: only the bucket asked for since the last trim is kept
   });
+
+  test('warm loads every bucket above those held, and nothing while no search uses the map', async () => {
+    const cache = new RowKeys(lance);
+    await cache.warm();
+    expect(cache.bucketCount).toBe(0);
+
+    const { ids: before } = await truth();
+    const lowest = before.reduce((a, b) => (b < a ? b : a));
+    await cache.of([lowest]);
+    await lance.add(rowsWithKeys(100_000, 10)); // a fragment numbered above all others
+    await cache.warm();
+    const { ids, keys } = await truth();
+    const buckets = new Set(ids.map((id) => id >> 32n));
+    expect(cache.bucketCount).toBe(buckets.size);
+    expect(await cache.of(ids)).toEqual(keys);
+    expect(cache.bucketCount).toBe(buckets.size); // nothing left to load
+  });
 });

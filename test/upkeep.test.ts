@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { warmIndexes } from '../src/engine/upkeep.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
@@ -92,6 +93,30 @@ describe('index upkeep', () => {
       expect.arrayContaining([expect.stringMatching(/^emb:ivf/i), expect.stringMatching(/^body:/)]),
     );
     expect(state.unindexed).toBe(0);
+  });
+
+  test('warming loads every kind of index the service builds (FTS, IVF, the row key BTREE)', async () => {
+    const { lance, close } = await openDataset(strata, 'acme', 'u', 'items');
+    try {
+      const prewarmed: string[] = [];
+      const prewarm = lance.prewarmIndex.bind(lance);
+      lance.prewarmIndex = async (name: string) => {
+        await prewarm(name); // the real load: a kind Lance cannot warm would throw here
+        prewarmed.push(name);
+      };
+      await warmIndexes(lance);
+      const indices = await lance.listIndices();
+      expect(indices.map((i) => i.indexType)).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/fts/i),
+          expect.stringMatching(/ivf/i),
+          expect.stringMatching(/btree/i),
+        ]),
+      );
+      expect(prewarmed.sort()).toEqual(indices.map((i) => i.name).sort());
+    } finally {
+      close();
+    }
   });
 
   test('with the ANN index, vector results match exact search (recall@10 ≥ 0.9)', async () => {

@@ -64,6 +64,18 @@ export class RowKeys {
     this.used = new Set();
   }
 
+  /**
+   * Loads the buckets above every bucket held, in one read, when searches use the map: Lance numbers new
+   * fragments (appended, or written by a compaction) above all others, so these are the ones the next search
+   * would otherwise load on its way (upkeep calls this after each compaction).
+   */
+  async warm(): Promise<void> {
+    if (this.buckets.size === 0) return;
+    let top = 0n;
+    for (const bucket of this.buckets.keys()) if (bucket > top) top = bucket;
+    await this.fill(`_rowid >= ${(top + 1n) << BUCKET_BITS}`);
+  }
+
   /** Buckets held (for tests). */
   get bucketCount(): number {
     return this.buckets.size;
@@ -88,7 +100,12 @@ export class RowKeys {
 
   private async read(buckets: readonly bigint[]): Promise<void> {
     const ranges = buckets.map((b) => `(_rowid >= ${b << BUCKET_BITS} AND _rowid < ${(b + 1n) << BUCKET_BITS})`);
-    const rows = await this.lance.query().select([ROW_KEY]).withRowId().where(ranges.join(' OR ')).toArrow();
+    await this.fill(ranges.join(' OR '));
+  }
+
+  /** Loads whole buckets: those of the rows `filter` (over `_rowid`) selects. */
+  private async fill(filter: string): Promise<void> {
+    const rows = await this.lance.query().select([ROW_KEY]).withRowId().where(filter).toArrow();
     const ids = rowIdsOf(rows);
     const keys = rowKeysOf(rows);
     const sizes = new Map<bigint, number>();

@@ -21,7 +21,7 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
-import { annColumns } from './upkeep.js';
+import { annColumns, warmIndexes } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -221,6 +221,8 @@ export class Tables {
     if (handle === undefined) {
       handle = (async () => {
         const lance = await this.connection.openTable(record.tableId);
+        // In the background: a failed warm-up only leaves queries to load the indexes as they go.
+        warmIndexes(lance).catch(() => undefined);
         return {
           record,
           schema: schemaFromIpc(record.schemaIpc),

@@ -1,4 +1,4 @@
-import { Index, type IndexConfig } from '@lancedb/lancedb';
+import { Index, type IndexConfig, type Table as LanceTable } from '@lancedb/lancedb';
 import { type Metric, ROW_KEY } from './schema.js';
 import type { TableHandle, Tables } from './tables.js';
 
@@ -47,6 +47,15 @@ const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
 /** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
 export function annColumns(indices: readonly IndexConfig[]): Set<string> {
   return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
+}
+
+/**
+ * Loads every index of a table into Lance's cache. Lance otherwise reads index pieces as queries first touch
+ * them: at 1.1M rows the first dozen hybrid queries after opening took 24–55 ms in process, against 7–15 ms
+ * after warming all three indexes (0.43 s).
+ */
+export async function warmIndexes(lance: LanceTable): Promise<void> {
+  for (const index of await lance.listIndices()) await lance.prewarmIndex(index.name);
 }
 
 /** IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts). */
@@ -121,16 +130,19 @@ export class Upkeep {
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
     const rows = missing.length > 0 ? await table.lance.countRows() : 0;
     const needsAnn = rows >= this.options.annMinRows && missing.length > 0;
+    // Whether this pass committed new index files, which queries would otherwise load as they touch them.
+    let reindexed = false;
     if (needsAnn) {
       for (const vector of missing) {
         const config = annIndex(vector.metric);
         if (await this.commit(table, () => table.lance.createIndex(vector.column, { config }))) {
           table.ann.add(vector.column);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
+          reindexed = true;
         }
       }
     } else {
-      await this.retrainOutgrown(table, indices);
+      reindexed = await this.retrainOutgrown(table, indices);
     }
     let searchBehind = false;
     let keysBehind = false;
@@ -157,14 +169,25 @@ export class Upkeep {
       if (optimized) {
         this.tidied.set(id, version);
         table.rowKeys.trim(await table.lance.countRows());
+        await table.rowKeys.warm();
+        reindexed = true;
       }
     } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
     }
+    if (reindexed) {
+      await warmIndexes(table.lance).catch((err: unknown) => {
+        this.log.warn({ err }, 'warming indexes after upkeep failed; queries load them as they go');
+      });
+    }
   }
 
-  /** Trains an ANN index again when folds have split it into too many segments or the table outgrew it. */
-  private async retrainOutgrown(table: TableHandle, indices: readonly IndexConfig[]): Promise<void> {
+  /**
+   * Trains an ANN index again when folds have split it into too many segments or the table outgrew it; true
+   * when it did.
+   */
+  private async retrainOutgrown(table: TableHandle, indices: readonly IndexConfig[]): Promise<boolean> {
+    let retrained = false;
     for (const vector of table.indexes.vector) {
       const index = indices.find((i) => isAnn(i) && i.columns.includes(vector.column));
       const stats = index === undefined ? undefined : await table.lance.indexStats(index.name);
@@ -178,8 +201,10 @@ export class Upkeep {
       const config = annIndex(vector.metric);
       if (await this.commit(table, () => table.lance.createIndex(vector.column, { config, replace: true }))) {
         this.trainedRows.set(key, rows);
+        retrained = true;
       }
     }
+    return retrained;
   }
 
   /**
