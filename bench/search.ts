@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
+import { NPROBES, refineFactorFor } from '../src/engine/search.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
@@ -39,8 +40,6 @@ const K = 10;
 const HYBRID_WINDOW = 100;
 const TEXT_SLACK = 32;
 const VECTOR_SLACK = 1;
-/** The service's nprobes (src/engine/search.ts). */
-const NPROBES = 20;
 
 const schema = new arrow.Schema([
   new arrow.Field('id', new arrow.Int64(), false),
@@ -138,7 +137,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
       .select(['_rowkey', 'id'])
       .limit(K + VECTOR_SLACK)
       .nprobes(NPROBES)
-      .refineFactor(1)
+      .refineFactor(refineFactorFor(K + VECTOR_SLACK))
       .toArrow();
   // With both legs the service reads only row ids and measures, then the winners' columns (src/engine/search.ts).
   const idsOf = (t: ArrowTable) => Array.from(t.getChild('_rowid')?.toArray() as BigUint64Array);
@@ -159,7 +158,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .withRowId()
         .limit(HYBRID_WINDOW + VECTOR_SLACK)
         .nprobes(NPROBES)
-        .refineFactor(1)
+        .refineFactor(refineFactorFor(HYBRID_WINDOW + VECTOR_SLACK))
         .toArrow(),
     ]);
     const winners = [...idsOf(text).slice(0, K / 2), ...idsOf(vector).slice(0, K / 2)];
