@@ -1,7 +1,8 @@
 /**
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
  * LanceDB, recall@10 of the vector leg against exact search, exact count of a two-term query, index build
- * and upkeep times, latency with 10% of rows unindexed, and server RSS.
+ * and upkeep times, latency with 10% of rows unindexed, how long upkeep then takes to fold them in and latency
+ * after, and server RSS.
  * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
@@ -284,6 +285,15 @@ async function main(): Promise<void> {
   await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
   const unindexed = await unindexedRows(lance);
   const { http: httpUnindexed } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
+  const rssUnindexed = await server.rssMb();
+
+  // Upkeep let loose again: how long it takes to fold the fresh 10% in, and latency once it has.
+  await server.stop();
+  server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '1000' }, { build: false, secret: server.secret });
+  await server.post('/v1/count/bench', JSON.stringify({ table_name: 'docs', field_name: 'body', query: 'x' }));
+  const foldSeconds = await untilIndexed(dataDir, 'bench', true);
+  console.log(`the fresh ${extra} rows folded in ${foldSeconds.toFixed(1)} s`);
+  const { http: httpFolded } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
 
   const results = {
     rows: ROWS,
@@ -306,8 +316,10 @@ async function main(): Promise<void> {
       unindexed_rows: unindexed,
       http_ms: summarize(httpUnindexed),
       hybrid_p50_vs_indexed: Number((summary(httpUnindexed.hybrid).p50 / summary(http.hybrid).p50).toFixed(2)),
+      upkeep_fold_seconds: Number(foldSeconds.toFixed(1)),
+      http_ms_after_fold: summarize(httpFolded),
     },
-    server_rss_mb: { indexed: rssIndexed, after_unindexed_phase: await server.rssMb() },
+    server_rss_mb: { indexed: rssIndexed, after_unindexed_phase: rssUnindexed, after_fold: await server.rssMb() },
   };
   saveResults('search', results);
   close();
