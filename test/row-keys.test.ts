@@ -77,8 +77,8 @@ describe('row keys by Lance row id', () => {
     expect(cache.bucketCount).toBe(0);
 
     const { ids: before } = await truth();
-    const lowest = before.reduce((a, b) => (b < a ? b : a));
-    await cache.of([lowest]);
+    const [lowest] = [...before].sort((a, b) => Number(a - b));
+    await cache.of([lowest as bigint]);
     await lance.add(rowsWithKeys(100_000, 10)); // a fragment numbered above all others
     await cache.warm();
     const { ids, keys } = await truth();

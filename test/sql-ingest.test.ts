@@ -134,7 +134,7 @@ test('short and long strings, multibyte text and binaries read back byte for byt
   }
   // Strings written into their slots compare, group and hash like strings DuckDB made itself.
   const grouped = await loader.runAndReadAll(
-    `SELECT count(DISTINCT s), bool_and(s = ${'CASE i % 8 ' + texts.map((t, k) => `WHEN ${k} THEN '${t}'`).join(' ') + ' END'} OR s IS NULL) FROM w`,
+    `SELECT count(DISTINCT s), bool_and(s = ${`CASE i % 8 ${texts.map((t, k) => `WHEN ${k} THEN '${t}'`).join(' ')} END`} OR s IS NULL) FROM w`,
   );
   expect(grouped.getRows()).toEqual([[BigInt(texts.length), true]]);
 });
