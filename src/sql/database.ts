@@ -245,7 +245,8 @@ export class SqlDatabase {
    * Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. Rows go in a
    * segment at a time, and the next segment is read from Lance while one is inserted: 160k rows/s against
    * 150k one after the other (1M rows × 384-d, four runs each). An earlier measurement that found reading
-   * ahead slower was taken on memory the VM had not backed yet, where each newly touched page costs ~4×.
+   * ahead slower was most likely taken while GBs of the benchmark's writes were still dirty in the page cache,
+   * when each page a process touches for the first time costs 3–4× (README, Benchmarks).
    */
   private async copyRows(
     table: SqlTable,
