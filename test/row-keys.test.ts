@@ -42,7 +42,18 @@ describe('row keys by Lance row id', () => {
     const cache = new RowKeys(lance);
     const order = ids.map((_, i) => i).reverse();
     expect(await cache.of(order.map((i) => ids[i] as bigint))).toEqual(order.map((i) => keys[i]));
+    // Answered by id; the buckets load behind the answer, for the next search.
+    expect(cache.bucketCount).toBe(0);
+    await cache.loaded();
     expect(cache.bucketCount).toBe(3);
+    expect(await cache.of(order.map((i) => ids[i] as bigint))).toEqual(order.map((i) => keys[i]));
+  });
+
+  test('a lookup on a table that cannot be read fails, and leaves no failure unhandled', async () => {
+    const closed = await connection.openTable('t');
+    const { ids } = await truth();
+    closed.close();
+    await expect(new RowKeys(closed).of(ids.slice(0, 3))).rejects.toThrow();
   });
 
   test('a row deleted before its bucket loads has no key; moved rows are found under their new ids', async () => {
@@ -63,6 +74,7 @@ describe('row keys by Lance row id', () => {
     const cache = new RowKeys(lance);
     const { ids } = await truth();
     await cache.of(ids);
+    await cache.loaded();
     const held = cache.bucketCount;
     cache.trim(ids.length);
     expect(cache.bucketCount).toBe(held); // within twice the rows: kept
@@ -79,6 +91,7 @@ describe('row keys by Lance row id', () => {
     const { ids: before } = await truth();
     const [lowest] = [...before].sort((a, b) => Number(a - b));
     await cache.of([lowest as bigint]);
+    await cache.loaded();
     await lance.add(rowsWithKeys(100_000, 10)); // a fragment numbered above all others
     await cache.warm();
     const { ids, keys } = await truth();
