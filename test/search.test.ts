@@ -493,9 +493,10 @@ describe('count, token_match and exact_match', () => {
 });
 
 describe('freshness', () => {
-  test('a row appended, replaced or deleted is reflected by the very next count, text and vector search', async () => {
-    await db.create({
-      table_name: 'fresh',
+  /** A table of id, text and a 2-d vector, with an FTS and a vector index. */
+  const createSearchable = (table_name: string) =>
+    db.create({
+      table_name,
       schema: [
         { name: 'id', type: 'i64' },
         { name: 'body', type: 'utf8' },
@@ -503,6 +504,9 @@ describe('freshness', () => {
       ],
       indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
     });
+
+  test('a row appended, replaced or deleted is reflected by the very next count, text and vector search', async () => {
+    await createSearchable('fresh');
     const counted = async (query: string) =>
       (await api.request<{ count: number }>('POST', '/v1/count/s', { table_name: 'fresh', field_name: 'body', query }))
         .json.count;
@@ -525,15 +529,7 @@ describe('freshness', () => {
 
   test('hybrid results stay the RRF of the single legs after deletes and a compaction move rows', async () => {
     // Both legs together read Lance row ids, which a compaction changes; each leg alone reads row keys.
-    await db.create({
-      table_name: 'moved',
-      schema: [
-        { name: 'id', type: 'i64' },
-        { name: 'body', type: 'utf8' },
-        { name: 'emb', type: 'vector', dim: 2 },
-      ],
-      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
-    });
+    await createSearchable('moved');
     for (let part = 0; part < 4; part++) {
       await db.append(
         'moved',

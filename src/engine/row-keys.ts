@@ -48,8 +48,7 @@ export class RowKeys {
     // A bucket held without a row Lance has: loaded before it grew (stable row ids), so it loads again.
     for (const id of direct.keys()) this.buckets.delete(id >> BUCKET_BITS);
     const absent = new Set(unknown.map((id) => id >> BUCKET_BITS).filter((bucket) => !this.buckets.has(bucket)));
-    // A failed load is tried again by the next search that misses the bucket.
-    if (absent.size > 0) this.load([...absent]).catch(() => undefined);
+    if (absent.size > 0) this.load([...absent]);
     return rowIds.map((id) => {
       this.used.add(id >> BUCKET_BITS);
       const key = this.lookup(id);
@@ -59,7 +58,7 @@ export class RowKeys {
 
   /** Settles once the buckets loading in the background have loaded (or failed). */
   async loaded(): Promise<void> {
-    await Promise.allSettled([...this.loading.values()]);
+    await Promise.all([...this.loading.values()]);
   }
 
   /**
@@ -97,42 +96,37 @@ export class RowKeys {
     return bucket?.[Number(id & OFFSET_MASK)] ?? NO_ROW;
   }
 
-  private async load(buckets: readonly bigint[]): Promise<void> {
+  /**
+   * Loads buckets in the background, each once at a time. A failed load is dropped: the next search that
+   * misses the bucket reads its ids directly and loads it again.
+   */
+  private load(buckets: readonly bigint[]): void {
     const pending = buckets.filter((b) => !this.loading.has(b));
-    if (pending.length > 0) {
-      const read = this.read(pending);
-      for (const bucket of pending) this.loading.set(bucket, read);
-      const done = () => {
-        for (const bucket of pending) this.loading.delete(bucket);
-      };
-      // Both ways: `finally` would hand on a failed read as a second, unhandled rejection.
-      read.then(done, done);
-    }
-    await Promise.all(buckets.map((b) => this.loading.get(b)));
+    if (pending.length === 0) return;
+    const ranges = pending.map((b) => `(_rowid >= ${b << BUCKET_BITS} AND _rowid < ${(b + 1n) << BUCKET_BITS})`);
+    const done = () => {
+      for (const bucket of pending) this.loading.delete(bucket);
+    };
+    // Both ways: `finally` would hand on a failed read as a second, unhandled rejection.
+    const read = this.fill(ranges.join(' OR ')).then(done, done);
+    for (const bucket of pending) this.loading.set(bucket, read);
+  }
+
+  /** The row id and key of each row `filter` (over `_rowid`) selects. */
+  private async keysWhere(filter: string): Promise<{ ids: bigint[]; keys: BigInt64Array }> {
+    const rows = await this.lance.query().select([ROW_KEY]).withRowId().where(filter).toArrow();
+    return { ids: rowIdsOf(rows), keys: rowKeysOf(rows) };
   }
 
   /** The row key of each of these ids that Lance still has. */
   private async readIds(ids: readonly bigint[]): Promise<Map<bigint, bigint>> {
-    const rows = await this.lance
-      .query()
-      .select([ROW_KEY])
-      .withRowId()
-      .where(`_rowid IN (${ids.join(', ')})`)
-      .toArrow();
-    const keys = rowKeysOf(rows);
-    return new Map(rowIdsOf(rows).map((id, i) => [id, keys[i] as bigint]));
-  }
-
-  private async read(buckets: readonly bigint[]): Promise<void> {
-    const ranges = buckets.map((b) => `(_rowid >= ${b << BUCKET_BITS} AND _rowid < ${(b + 1n) << BUCKET_BITS})`);
-    await this.fill(ranges.join(' OR '));
+    const { ids: found, keys } = await this.keysWhere(`_rowid IN (${ids.join(', ')})`);
+    return new Map(found.map((id, i) => [id, keys[i] as bigint]));
   }
 
   /** Loads whole buckets: those of the rows `filter` (over `_rowid`) selects. */
   private async fill(filter: string): Promise<void> {
-    const rows = await this.lance.query().select([ROW_KEY]).withRowId().where(filter).toArrow();
-    const ids = rowIdsOf(rows);
-    const keys = rowKeysOf(rows);
+    const { ids, keys } = await this.keysWhere(filter);
     const sizes = new Map<bigint, number>();
     for (const id of ids) {
       const bucket = id >> BUCKET_BITS;

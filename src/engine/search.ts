@@ -60,7 +60,7 @@ const TIE_SLACK = 32;
 const ALL_ROWS = 1_000_000_000;
 /**
  * IVF partitions an ANN-served vector leg probes. Its candidates are all re-ranked by exact distance
- * (refineFactor 1), so distances are exact and only recall depends on this. Measured on bench/search.ts's
+ * (`refineFactorFor`), so distances are exact and only recall depends on this. Measured on bench/search.ts's
  * corpus at 1M × 384 (IVF_RQ, Lance's default partitions), recall@10: 10 → 0.912, 15 → 0.970, 20 → 0.994, 30 → 0.998,
  * 50 → 1.0, at 7.3, 7.4, 7.6, 8.2 and 9.2 ms for 132 candidates; 1.0 from 10 up at 200k.
  */
