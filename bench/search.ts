@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { NPROBES, refineFactorFor } from '../src/engine/search.js';
+import { firstTextRead, NPROBES, refineFactorFor } from '../src/engine/search.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
@@ -36,10 +36,10 @@ const BATCH = 20_000;
 const K = 10;
 /**
  * What the service first asks of each leg (src/engine/search.ts): the rows it ranks (the default window of 100
- * when both legs run, else k) plus 32 for text, where scores tie often, and plus 1 for vectors.
+ * when both legs run, else k), past them what `firstTextRead` says for text, where scores tie often, and one
+ * more for vectors.
  */
 const HYBRID_WINDOW = 100;
-const TEXT_SLACK = 32;
 const VECTOR_SLACK = 1;
 
 const schema = new arrow.Schema([
@@ -128,7 +128,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
       .query()
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
       .select(['_rowkey', '_score', 'id'])
-      .limit(K + TEXT_SLACK)
+      .limit(firstTextRead(K, false))
       .toArrow();
   const vectorLeg = (q: number) =>
     lance
@@ -149,7 +149,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
         .select(['_score'])
         .withRowId()
-        .limit(HYBRID_WINDOW + TEXT_SLACK)
+        .limit(firstTextRead(HYBRID_WINDOW, true))
         .toArrow(),
       lance
         .vectorSearch(queries.vectors[q] ?? [])

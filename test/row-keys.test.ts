@@ -2,9 +2,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Connection, connect, type Table as LanceTable } from '@lancedb/lancedb';
+import type { Table as ArrowTable } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { RowKeys, rowIdsOf } from '../src/engine/row-keys.js';
+import { RowKeys, readByKeys, rowIdsOf } from '../src/engine/row-keys.js';
+import { rowKeysOf } from '../src/engine/rows.js';
 import { ROW_KEY } from '../src/engine/schema.js';
 
 let dir: string;
@@ -99,5 +101,36 @@ describe('row keys by Lance row id', () => {
     expect(cache.bucketCount).toBe(buckets.size);
     expect(await cache.of(ids)).toEqual(keys);
     expect(cache.bucketCount).toBe(buckets.size); // nothing left to load
+  });
+});
+
+describe('rows read by key', () => {
+  const keysRead = (tables: ArrowTable[]) =>
+    tables.flatMap((t) => Array.from(rowKeysOf(t))).sort((a, b) => Number(a - b));
+
+  test('by the ids a search saw, leaving out deleted rows and finding moved ones by key', async () => {
+    const moving = await connection.createEmptyTable('moving', schema);
+    await moving.add(rowsWithKeys(0, 20));
+    await moving.add(rowsWithKeys(20, 20));
+    const seen = await moving.query().select([ROW_KEY]).withRowId().toArrow();
+    const ids = new Map(
+      Array.from(seen.getChild(ROW_KEY)?.toArray() as BigInt64Array).map((key, i) => [
+        key,
+        rowIdsOf(seen)[i] as bigint,
+      ]),
+    );
+    const wanted = [3n, 25n, 7n, 39n];
+
+    expect(keysRead(await readByKeys(moving, wanted, [ROW_KEY], ids))).toEqual([3n, 7n, 25n, 39n]);
+    // Row 7 replaced (deleted, written again under its key): its old id names nothing, its key the new row.
+    await moving.delete(`${ROW_KEY} = 7`);
+    await moving.add(rowsWithKeys(7, 1));
+    const afterDelete = await readByKeys(moving, [25n, 7n], [ROW_KEY], ids);
+    expect(keysRead(afterDelete)).toEqual([7n, 25n]);
+    // Compaction moves every row: the ids seen name nothing now, and the keys find the rows.
+    await moving.delete(`${ROW_KEY} = 25`);
+    await moving.optimize();
+    expect(keysRead(await readByKeys(moving, wanted, [ROW_KEY], ids))).toEqual([3n, 7n, 39n]);
+    moving.close();
   });
 });

@@ -66,3 +66,14 @@ export function rankLeg(
   const kept = order.slice(0, window);
   return { keys: kept.map((i) => keys[i] ?? 0n), values: kept.map((i) => values[i] ?? 0) };
 }
+
+/**
+ * Indexes of the hits whose measure is as good as the `ranked`-th best, or all when there are no more:
+ * `rankLeg(…, ranked)` keeps the same rows from them as from all hits.
+ */
+export function inReach(values: readonly number[], better: 'higher' | 'lower', ranked: number): number[] {
+  const all = values.map((_, i) => i);
+  if (values.length <= ranked) return all;
+  const edge = values.slice().sort((a, b) => (better === 'higher' ? b - a : a - b))[ranked - 1] as number;
+  return all.filter((i) => (better === 'higher' ? (values[i] as number) >= edge : (values[i] as number) <= edge));
+}

@@ -21,6 +21,42 @@ export function rowIdsOf(result: Table): bigint[] {
 }
 
 /**
+ * The rows of `keys` that exist, with `columns` (which must include the row key), in no particular order.
+ * Keys with a row id a search saw are taken by id first: Lance reads those directly (10 rows at 1.2M: 1.4 ms,
+ * against 1.85 ms through the key's index). An id names the same row or none: a deleted row is left out, and
+ * one that compaction has moved since is then read by key, as are keys without an id.
+ */
+export async function readByKeys(
+  lance: LanceTable,
+  keys: readonly bigint[],
+  columns: readonly string[],
+  rowIds: ReadonlyMap<bigint, bigint> = new Map(),
+): Promise<Table[]> {
+  const out: Table[] = [];
+  const byId = keys.flatMap((key) => rowIds.get(key) ?? []);
+  if (byId.length > 0)
+    out.push(
+      await lance
+        .takeRowIds(byId)
+        .select([...columns])
+        .toArrow(),
+    );
+  const taken = new Set(out.flatMap((t) => Array.from(rowKeysOf(t))));
+  const rest = keys.filter((key) => !taken.has(key));
+  if (rest.length > 0) {
+    out.push(
+      await lance
+        .query()
+        .where(`${ROW_KEY} IN (${rest.join(', ')})`)
+        .select([...columns])
+        .limit(rest.length)
+        .toArrow(),
+    );
+  }
+  return out;
+}
+
+/**
  * The row key of each Lance row id, kept in memory per bucket of ids. A search leg that reads only row ids
  * and scores skips Lance's take of the key and projected columns for every candidate, which cost more than
  * the search itself (1.1M rows, 132 text candidates: 1.6 ms with row ids, 4.3 ms with key and one column);

@@ -4,9 +4,9 @@ import { arrow } from '../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
 import { takeColumns } from '../arrow/take.js';
 import { BadRequest } from '../errors.js';
-import { type Fused, fuse, rankLeg } from './fusion.js';
+import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
-import { rowIdsOf } from './row-keys.js';
+import { readByKeys, rowIdsOf } from './row-keys.js';
 import { batchOf, rowKeysOf } from './rows.js';
 import { type Metric, ROW_KEY, spellingOf, vectorWidth } from './schema.js';
 import type { TableHandle } from './tables.js';
@@ -57,6 +57,16 @@ const MAX_WINDOW = 10_000;
  * order can break a tie at the window's edge only with every tied row in hand (see `readLeg`).
  */
 const TIE_SLACK = 32;
+
+/**
+ * How many hits a text leg first reads to rank `ranked` of them (`readLeg`); exported for bench/search.ts. A leg
+ * that reads only row ids and scores (both legs run) reads further past: such hits cost little (~0.1 ms per
+ * 100), a second read costs a whole query. On bench/search.ts's corpus (1.2M rows, 5,000-word Zipf vocabulary,
+ * ranked = 100) the hits tied with the 100th best reached rank 152 at the median and 384 at most; reading 132
+ * first read again for 139 of 200 queries (p50 3.5 ms), reading 400 for none (p50 1.8 ms).
+ */
+export const firstTextRead = (ranked: number, idsOnly: boolean): number =>
+  ranked + (idsOnly ? Math.min(Math.max(TIE_SLACK, 3 * ranked), 1000) : TIE_SLACK);
 const ALL_ROWS = 1_000_000_000;
 /**
  * IVF partitions an ANN-served vector leg probes. Its candidates are all re-ranked by exact distance
@@ -153,6 +163,14 @@ function float64Data(values: readonly (number | null)[]): Data {
   });
 }
 
+/** Where `rowsByKeys` may find rows before it reads them by key. */
+interface KnownRows {
+  /** Results that already carry the projected columns and the row key. */
+  fetched?: readonly Table[];
+  /** The Lance row id a search leg saw for a key. */
+  rowIds?: ReadonlyMap<bigint, bigint>;
+}
+
 /**
  * The rows of `keys`, in that order, with the projected columns (and, for search, the score columns).
  * Rows are read in one query and then laid out as zero-copy slices, one per run of rows that are
@@ -163,7 +181,7 @@ async function rowsByKeys(
   keys: readonly bigint[],
   fields: readonly Field[],
   scores?: readonly Fused[],
-  fetched: readonly Table[] = [],
+  known: KnownRows = {},
 ): Promise<RowsResult> {
   const extra =
     scores === undefined
@@ -176,7 +194,7 @@ async function rowsByKeys(
   const schema = new arrow.Schema([...fields, ...extra]);
   if (keys.length === 0) return { schema, rows: [] };
   // Rows the legs already read (they select the projection too) are taken from there; only the rest is read.
-  const batches: RecordBatch[] = fetched.flatMap((t) => t.batches);
+  const batches: RecordBatch[] = (known.fetched ?? []).flatMap((t) => t.batches);
   const where = new Map<bigint, { batch: number; row: number }>();
   const index = (from: number) => {
     for (let b = from; b < batches.length; b++) {
@@ -190,14 +208,9 @@ async function rowsByKeys(
   index(0);
   const missing = keys.filter((key) => !where.has(key));
   if (missing.length > 0) {
-    const found = await table.lance
-      .query()
-      .where(`${ROW_KEY} IN (${missing.join(', ')})`)
-      .select([...fields.map((f) => f.name), ROW_KEY])
-      .limit(missing.length)
-      .toArrow();
+    const found = await readByKeys(table.lance, missing, [...fields.map((f) => f.name), ROW_KEY], known.rowIds);
     const from = batches.length;
-    batches.push(...found.batches);
+    batches.push(...found.flatMap((t) => t.batches));
     index(from);
   }
   // Runs of rows that are neighbours in both orders (`from`: the run's first index in `keys`). A key deleted
@@ -287,14 +300,28 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   // take of columns for every candidate cost more than the search (RowKeys). One leg alone reads its few
   // candidates' columns with them, as the extra read after it would cost more (~1.4 ms) than it saves.
   const carried = both ? [] : [ROW_KEY, ...fields.map((f) => f.name)];
+  // The row id each ranked key had in its leg, for reading the winners' columns (`rowsByKeys`).
+  const rowIds = new Map<bigint, bigint>();
   const ranking = async (hits: Table, values: number[], better: 'higher' | 'lower', weight: number | undefined) => {
-    // A row deleted since the leg read it has no key and is left out, as a later read would leave it out.
-    const found = both ? await table.rowKeys.of(rowIdsOf(hits)) : keysOf(hits);
-    const kept = found.flatMap((key, i) => (key === undefined ? [] : [i]));
+    const ids = both ? rowIdsOf(hits) : [];
+    const keys = both ? [] : keysOf(hits);
+    // The row key of each hit in `at`; undefined for a row deleted since the leg read it.
+    const keysAt = (at: readonly number[]) =>
+      both ? table.rowKeys.of(at.map((i) => ids[i] as bigint)) : Promise.resolve(at.map((i) => keys[i]));
+    // Only hits as good as the `ranked`-th best can be ranked; the rest were read for ties and need no key,
+    // unless a deleted row (no key, left out as a later read would leave it out) frees a place for them.
+    let at = inReach(values, better, ranked);
+    let found = await keysAt(at);
+    if (at.length < values.length && found.includes(undefined)) {
+      at = values.map((_, i) => i);
+      found = await keysAt(at);
+    }
+    const kept = found.flatMap((key, j) => (key === undefined ? [] : [j]));
+    if (both) for (const j of kept) rowIds.set(found[j] as bigint, ids[at[j] as number] as bigint);
     return {
       ...rankLeg(
-        kept.map((i) => found[i] as bigint),
-        kept.map((i) => values[i] as number),
+        kept.map((j) => found[j] as bigint),
+        kept.map((j) => values[at[j] as number] as number),
         better,
         ranked,
       ),
@@ -314,7 +341,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
       if (filter !== undefined) q = q.where(filter);
       return readingFilter(() => q.toArrow());
     };
-    const { hits, values } = await readLeg(read, (t) => numbersOf(t, '_score'), 'higher', ranked, TIE_SLACK);
+    const scores = (t: Table) => numbersOf(t, '_score');
+    const { hits, values } = await readLeg(read, scores, 'higher', ranked, firstTextRead(ranked, both));
     return ranking(hits, values, 'higher', req.text_weight);
   };
   const vectorLeg = async () => {
@@ -333,7 +361,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     };
     const distances = (t: Table) => numbersOf(t, '_distance').map(CANONICAL[vector.metric]);
     // Distances rarely tie: one row past the window shows whether they do.
-    const { hits, values } = await readLeg(read, distances, 'lower', ranked, 1);
+    const { hits, values } = await readLeg(read, distances, 'lower', ranked, ranked + 1);
     return ranking(hits, values, 'lower', req.vector_weight);
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
@@ -344,23 +372,23 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     winners.map((w) => w.key),
     fields,
     winners,
-    fetched,
+    { fetched, rowIds },
   );
 }
 
 /**
  * Reads a leg's best `ranked` hits and every hit that ties with the last of them, so that row order decides
- * ties there and not Lance. Reads `ranked + slack` hits, then twice as many while the worst hit read still
- * ties with the `ranked`-th best (an unread hit could tie too).
+ * ties there and not Lance. Reads `first` hits, then twice as many while the worst hit read still ties with
+ * the `ranked`-th best (an unread hit could tie too).
  */
 async function readLeg(
   read: (limit: number) => Promise<Table>,
   measure: (hits: Table) => number[],
   better: 'higher' | 'lower',
   ranked: number,
-  slack: number,
+  first: number,
 ): Promise<{ hits: Table; values: number[] }> {
-  for (let limit = ranked + slack; ; limit *= 2) {
+  for (let limit = first; ; limit *= 2) {
     const hits = await read(limit);
     const values = measure(hits);
     if (hits.numRows < limit) return { hits, values };
