@@ -1,6 +1,8 @@
 /**
  * npm run bench:write — rows/s of appends over HTTP (Arrow and JSON bodies, 10k-row requests) beside the same
- * batches added in-process with LanceDB `add()`, and the latency of replacing one row by key.
+ * batches added in-process with LanceDB `add()`, and the latency of replacing one row by key. The service
+ * answers a write once its files are fsynced (API.md §5, local storage: src/storage/durable.ts); `add()` leaves
+ * them in the page cache, so the ratio includes the price of durability (~10–15 ms per 10k-row append).
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
  * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
  * BENCH_UPDATES (200), BENCH_ROUNDS (3).

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
 import { BadRequest, Conflict, NotFound } from '../errors.js';
+import { DurableFolder } from '../storage/durable.js';
 import type { LanceLocation } from '../storage/lance.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
@@ -50,6 +52,8 @@ export interface TableHandle {
   changes: TableChanges;
   /** Row keys by Lance row id, for search legs that read only row ids. */
   rowKeys: RowKeys;
+  /** The dataset's folder when it is local, whose new files each commit makes durable (S3's PUT already is). */
+  folder: DurableFolder | undefined;
 }
 
 /** Tries to close a handle again this long after a read still borrowing it refused the close. */
@@ -88,6 +92,8 @@ export function ftsIndex(analyzer: Analyzer): Index {
 export class Tables {
   private changing = false;
   private readonly handles = new Map<string, Promise<TableHandle>>();
+  /** Each local dataset's folder, from its creation on, so that no file is synced twice. */
+  private readonly folders = new Map<string, DurableFolder>();
 
   constructor(
     private readonly connection: Connection,
@@ -137,6 +143,7 @@ export class Tables {
         for (const fts of indexes.fts) await lance.createIndex(fts.column, { config: ftsIndex(fts.analyzer) });
         await lance.setUnenforcedPrimaryKey(ROW_KEY);
         closeHandle(lance);
+        await this.durableFolder(record.tableId)?.sync();
         await this.catalog.setTableState(record.tableId, 'ready');
       } catch (err) {
         await this.forget(record, true).catch(() => undefined);
@@ -163,6 +170,7 @@ export class Tables {
     await this.catalog.deleteTable(record.tableId);
     const open = this.handles.get(record.tableId);
     this.handles.delete(record.tableId);
+    this.folders.delete(record.tableId);
     const handle = await open?.catch(() => undefined);
     if (handle !== undefined) closeHandle(handle.lance);
     if (purge) {
@@ -216,6 +224,17 @@ export class Tables {
     return this.open(record);
   }
 
+  /** The folder of a table's dataset when it is local (S3 makes writes durable itself). */
+  private durableFolder(tableId: string): DurableFolder | undefined {
+    if (!this.location.local) return undefined;
+    let folder = this.folders.get(tableId);
+    if (folder === undefined) {
+      folder = new DurableFolder(join(this.location.uri, `${tableId}.lance`));
+      this.folders.set(tableId, folder);
+    }
+    return folder;
+  }
+
   private open(record: TableRecord): Promise<TableHandle> {
     let handle = this.handles.get(record.tableId);
     if (handle === undefined) {
@@ -232,6 +251,7 @@ export class Tables {
           ann: annColumns(await lance.listIndices()),
           changes: new TableChanges(),
           rowKeys: new RowKeys(lance),
+          folder: this.durableFolder(record.tableId),
         };
       })();
       handle.catch(() => this.handles.delete(record.tableId));

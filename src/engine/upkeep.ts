@@ -222,6 +222,8 @@ export class Upkeep {
       const maintain = () => table.changes.maintain(() => table.lance.version(), run);
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
+      // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
+      await table.folder?.sync();
       return true;
     } catch (err) {
       if (!/Retryable commit conflict/i.test(String(err))) throw err;

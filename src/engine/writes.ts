@@ -53,11 +53,22 @@ async function committing<T extends { version: number }>(
   }
 }
 
+/**
+ * Runs a write in the table's queue and answers once what it wrote is durable (API.md §5: a 200 means durable
+ * in the bucket). The next write commits while this one's files are synced: two appends in flight then share
+ * the disk rather than wait for each other's fsync.
+ */
+async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<T> {
+  const result = await table.writes.run(write);
+  await table.folder?.sync();
+  return result;
+}
+
 /** Appends all rows in one commit, or none (API.md §5). */
 export async function append(catalog: CatalogStore, table: TableHandle, body: RowsBody): Promise<WriteResult> {
   const { batches: rows, stream } = parseRows(table.schema, body);
   const n = rowCount(rows);
-  return table.writes.run(async () => {
+  return durably(table, async () => {
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
@@ -86,7 +97,7 @@ export async function replace(
   const { batches: rows, stream } = parseRows(table.schema, body);
   const sent = rowCount(rows);
   const checked = checkPredicate(predicate);
-  return table.writes.run(async () => {
+  return durably(table, async () => {
     const keys = await readingPredicate(() => matchedKeys(table, checked));
     if (keys.length !== sent) {
       throw new Conflict(
@@ -129,7 +140,7 @@ export async function remove(
   predicate: string | undefined,
 ): Promise<RowCounts & { version: number }> {
   const checked = checkPredicate(predicate);
-  return table.writes.run(async () => {
+  return durably(table, async () => {
     const matched = await readingPredicate(() => table.lance.countRows(checked));
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
     const deleted = await committing(table, 'rewrite', () => table.lance.delete(checked));

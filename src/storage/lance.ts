@@ -15,6 +15,8 @@ export interface LanceLocation {
   expiresAtMs: number | undefined;
   /** How responses name a dataset's location, without server paths: `s3://…` or `local://bucket/…`. */
   publicUri: string;
+  /** Whether `uri` is a local folder, whose writes Strata must make durable itself (`DurableFolder`). */
+  local: boolean;
 }
 
 export const TABLES_PREFIX = 'tables';
@@ -30,6 +32,7 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
       storageOptions: {},
       expiresAtMs: undefined,
       publicUri: `local://${[binding.bucket, ...tail].join('/')}`,
+      local: true,
     };
   }
   await openObjects(binding, env, sessionName); // re-checks the endpoint
@@ -54,5 +57,5 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
   }
   if (binding.requesterPays) options.aws_request_payer = 'true';
   const uri = `s3://${[binding.bucket, ...tail].join('/')}`;
-  return { uri, storageOptions: options, expiresAtMs, publicUri: uri };
+  return { uri, storageOptions: options, expiresAtMs, publicUri: uri, local: false };
 }

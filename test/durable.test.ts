@@ -1,0 +1,88 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, test } from 'vitest';
+import { openDatabase } from '../src/http/guard.js';
+import { DurableFolder } from '../src/storage/durable.js';
+import { activeLocalDatabase, startStrata } from './support/server.js';
+import { tablesOf } from './support/tables.js';
+
+const dirs: string[] = [];
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a durable folder', () => {
+  test('syncs each file once, the hint Lance rewrites every time, and nothing of a folder that is gone', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'strata-durable-'));
+    dirs.push(root);
+    writeFileSync(join(root, 'a.manifest'), 'a');
+    mkdirSync(join(root, 'data'));
+    writeFileSync(join(root, 'data', 'one.lance'), '1');
+    const folder = new DurableFolder(root);
+    expect(await folder.pending()).toHaveLength(2);
+
+    expect(await folder.sync()).toBe(2);
+    expect(await folder.sync()).toBe(0);
+
+    writeFileSync(join(root, 'data', 'two.lance'), '2');
+    writeFileSync(join(root, 'latest_version_hint.json'), '{}');
+    expect((await folder.pending()).map((p) => p.slice(root.length))).toEqual(
+      expect.arrayContaining(['/data/two.lance', '/latest_version_hint.json']),
+    );
+    expect(await folder.sync()).toBe(2);
+    expect(await folder.sync()).toBe(1); // the hint: Lance writes it again under the same name
+    expect(await folder.pending()).toEqual([]);
+
+    expect(await new DurableFolder(join(root, 'dropped')).sync()).toBe(0);
+  });
+});
+
+describe('writes to local storage', () => {
+  test('leave no file of the dataset unsynced once answered: create, append, replace, delete', async () => {
+    const strata = await startStrata();
+    try {
+      const api = await strata.as('acme');
+      await activeLocalDatabase(api, 'd');
+      const db = tablesOf(api, 'd');
+      const account = await strata.app.ctx.store.ensureAccount('acme');
+      const pending = async () => {
+        const lease = await openDatabase(strata.app.ctx, account.id, 'd');
+        try {
+          const table = await lease.worker.tables.get('t');
+          expect(table.folder).toBeDefined();
+          return table.folder?.pending();
+        } finally {
+          lease.release();
+        }
+      };
+      await db.create({
+        table_name: 't',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+        ],
+        indexes: { fts: ['body'] },
+      });
+      expect(await pending()).toEqual([]);
+
+      await db.append('t', [
+        { id: 1, body: 'one' },
+        { id: 2, body: 'two' },
+      ]);
+      expect(await pending()).toEqual([]);
+
+      const replaced = await api.post('/v1/update/d?table=t&predicate=id%20%3D%201', {
+        data: [{ id: 1, body: 'uno' }],
+      });
+      expect(replaced.status).toBe(200);
+      expect(await pending()).toEqual([]);
+
+      const deleted = await api.post('/v1/delete/d?table=t&predicate=id%20%3D%202');
+      expect(deleted.status).toBe(200);
+      expect(await pending()).toEqual([]);
+    } finally {
+      await strata.close();
+    }
+  });
+});
