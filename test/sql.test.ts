@@ -347,6 +347,70 @@ describe('query_sql sees every write at once', () => {
   });
 });
 
+describe('query_sql loads vector and list columns only for statements that read them', () => {
+  const lazy = 'lazy';
+  const LAZY = [
+    { id: 1, tag: 'a', emb: [1, 0], marks: [1, 2] },
+    { id: 2, tag: 'b', emb: [0, 1], marks: [] },
+  ];
+  /** The table afresh, and a first statement that loads it without its vector and list columns. */
+  const recreate = async () => {
+    await db.drop(lazy).catch(() => undefined);
+    await db.create({
+      table_name: lazy,
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'tag', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: 2 },
+        { name: 'marks', type: 'list', item: 'i32' },
+      ],
+    });
+    await db.append(lazy, LAZY);
+    expect(await rows(`SELECT count(*) AS n, max(tag) AS t FROM ${lazy}`)).toEqual([{ n: 2, t: 'b' }]);
+  };
+
+  test('a copy made without them is made again whole when a statement reads them, appends included', async () => {
+    await recreate();
+    await db.append(lazy, [{ id: 3, tag: 'c', emb: [0.5, 0.5], marks: [3] }]);
+    expect(await rows(`SELECT count(*) AS n FROM ${lazy}`)).toEqual([{ n: 3 }]);
+    expect(await rows(`SELECT id, emb[1] AS e FROM ${lazy} ORDER BY id`)).toEqual([
+      { id: 1, e: 1 },
+      { id: 2, e: 0 },
+      { id: 3, e: 0.5 },
+    ]);
+    await db.append(lazy, [{ id: 4, tag: 'd', emb: [2, 2], marks: null }]);
+    expect(await rows(`SELECT id, marks FROM ${lazy} WHERE id >= 3 ORDER BY id`)).toEqual([
+      { id: 3, marks: [3] },
+      { id: 4, marks: null },
+    ]);
+  });
+
+  test('every way of reading a row whole sees them', async () => {
+    for (const query of [
+      `SELECT * FROM ${lazy} ORDER BY id`,
+      `SELECT l.* FROM ${lazy} l ORDER BY id`,
+      `FROM ${lazy} ORDER BY id`,
+    ]) {
+      await recreate();
+      expect(await rows(query), query).toEqual(LAZY);
+    }
+    await recreate();
+    const whole = await rows(`SELECT to_json(l) AS j FROM ${lazy} l ORDER BY id`);
+    expect(JSON.parse(String(whole[0]?.j))).toEqual(LAZY[0]);
+  });
+
+  test('the catalog shows them for a copy made without them', async () => {
+    await recreate();
+    const listed = await rows(
+      "SELECT column_name FROM information_schema.columns WHERE table_name = 'lazy' ORDER BY ordinal_position",
+    );
+    expect(listed.map((c) => c.column_name)).toEqual(['id', 'tag', 'emb', 'marks']);
+    await recreate();
+    const described = await rows(`DESCRIBE ${lazy}`);
+    expect(described.map((c) => c.column_name)).toEqual(['id', 'tag', 'emb', 'marks']);
+  });
+});
+
 describe('query_sql loads tables larger than one load segment', () => {
   // A load reads and inserts segments of STRATA_SQL_THREADS × 122,880 rows, the next read while one is inserted.
   const batchOf = (from: number, n: number) =>

@@ -173,8 +173,8 @@ interface KnownRows {
 
 /**
  * The rows of `keys`, in that order, with the projected columns (and, for search, the score columns).
- * Rows are read in one query and then laid out as zero-copy slices, one per run of rows that are
- * neighbours in both orders.
+ * Rows not already at hand are read together (`readByKeys`), then laid out as zero-copy slices, one per run
+ * of rows that are neighbours in both orders.
  */
 async function rowsByKeys(
   table: TableHandle,

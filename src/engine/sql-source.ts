@@ -54,7 +54,12 @@ export class LanceSqlSource implements SqlSource {
     return (await this.handle(table)).changes.between(from, to);
   }
 
-  async *scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch> {
+  async *scan(
+    table: SqlTable,
+    version: number,
+    afterKey: bigint | undefined,
+    columns: readonly string[],
+  ): AsyncIterable<KeyedBatch> {
     const record = this.recordOf(table);
     // One handle per table, moved to each version loaded: it keeps its index caches between loads.
     let pinned = this.pinned.get(table.id);
@@ -65,7 +70,6 @@ export class LanceSqlSource implements SqlSource {
     }
     const lance = await pinned;
     await lance.checkout(version);
-    const columns = table.schema.fields.map((f) => f.name);
     let query = lance.query().select([...columns, ROW_KEY]);
     if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
     for await (const batch of query) {

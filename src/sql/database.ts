@@ -2,9 +2,12 @@ import type { DuckDBConnection, DuckDBInstance, DuckDBResult, DuckDBType } from 
 import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest, RequestTimeout, Unavailable } from '../errors.js';
+import { columnsRead } from './columns-read.js';
 import { duckdbType, quoteIdent, ROW_GROUP_ROWS, RowGroupFeed } from './ingest.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
 import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
+
+const { Type } = arrow;
 
 /** A table of the database as SQL sees it: its name and the user's columns. */
 export interface SqlTable {
@@ -28,8 +31,13 @@ export interface SqlSource {
   tables(): Promise<SqlTable[]>;
   version(table: SqlTable): Promise<number>;
   changed(table: SqlTable, from: number, to: number): Promise<SqlDifference>;
-  /** The rows of exactly that version of the table (only those with a row key above `afterKey`). */
-  scan(table: SqlTable, version: number, afterKey: bigint | undefined): AsyncIterable<KeyedBatch>;
+  /** The `columns` of exactly that version of the table (only rows with a row key above `afterKey`). */
+  scan(
+    table: SqlTable,
+    version: number,
+    afterKey: bigint | undefined,
+    columns: readonly string[],
+  ): AsyncIterable<KeyedBatch>;
   /** Lets go of what the source holds open for loading. */
   close(): void;
 }
@@ -50,10 +58,26 @@ interface Loaded {
   /** The Lance version the copy holds; -1 while it is an empty placeholder. */
   version: number;
   maxKey: bigint | undefined;
+  /** Whether the copy holds the table's deferred columns too; once it does, it always will. */
+  whole: boolean;
 }
 
 /** Table functions that take a table's name as a string, where the name may not appear as a word. */
 const INDIRECT = /\bquery(?:_table)?\s*\(/i;
+
+/** Statements that may show tables' columns without reading them, which a copy without some would misstate. */
+const INTROSPECTION = /information_schema|pg_catalog|duckdb_|pragma|sqlite_|\b(?:show|describe|summarize)\b/i;
+
+/**
+ * Columns loaded only for a statement that reads them: vectors and lists. They are nearly all of a table's
+ * bytes (a 384-d vector is 1.5 KB a row) and most of a load's time (DuckDB's statistics of their floats alone
+ * took ~29% of it), while aggregates and joins rarely read them.
+ */
+const deferred = (field: Field) => field.type.typeId === Type.FixedSizeList || field.type.typeId === Type.List;
+
+/** The columns a copy holds: all of them when whole, else all but the deferred ones. */
+const copiedFields = (table: SqlTable, whole: boolean): Field[] =>
+  (table.schema.fields as Field[]).filter((f) => whole || !deferred(f));
 
 /**
  * The SQL engine of one database: a locked-down DuckDB holding a copy of each table under its own name
@@ -121,8 +145,9 @@ export class SqlDatabase {
     }, limits.timeoutMs);
     try {
       const tables = await Promise.race([this.exclusively(() => this.syncCatalog()), deadline]);
+      const { targets, whole } = await this.plan(connection, sql, tables);
       // A load that outlives the deadline still finishes (the next query gains from it).
-      const load = this.exclusively(() => this.refresh(this.named(sql, tables)));
+      const load = this.exclusively(() => this.refresh(targets, whole));
       load.catch(() => undefined);
       await Promise.race([load, deadline]);
       // Bind and run in one read-only transaction: a plan bound before a concurrent load appended rows
@@ -161,6 +186,31 @@ export class SqlDatabase {
     return run;
   }
 
+  /**
+   * The tables to bring up for a statement (those it names; with every copy lacking columns when it may show
+   * columns it does not read), and which of them must hold their deferred columns: those whose deferred
+   * columns it reads, or may read without naming them (`columnsRead`).
+   */
+  private async plan(
+    connection: DuckDBConnection,
+    sql: string,
+    tables: readonly SqlTable[],
+  ): Promise<{ targets: SqlTable[]; whole: Set<string> }> {
+    const named = this.named(sql, tables);
+    if (INTROSPECTION.test(sql)) {
+      const partial = tables.filter((t) => this.loaded.get(t.id)?.whole === false && !named.includes(t));
+      const targets = [...named, ...partial];
+      return { targets, whole: new Set(targets.map((t) => t.id)) };
+    }
+    const withDeferred = named.filter((t) => this.loaded.get(t.id)?.whole !== true && t.schema.fields.some(deferred));
+    if (withDeferred.length === 0) return { targets: named, whole: new Set() };
+    const columns = new Set(tables.flatMap((t) => t.schema.fields.map((f) => f.name.toLowerCase())));
+    const read = await columnsRead(connection, sql, columns);
+    const reads = (t: SqlTable) =>
+      read === 'all' || t.schema.fields.some((f) => deferred(f) && read.has(f.name.toLowerCase()));
+    return { targets: named, whole: new Set(withDeferred.filter(reads).map((t) => t.id)) };
+  }
+
   /** The tables a statement names: any table whose name appears as a word, or all when it names them indirectly. */
   private named(sql: string, tables: readonly SqlTable[]): SqlTable[] {
     if (INDIRECT.test(sql)) return [...tables];
@@ -179,17 +229,17 @@ export class SqlDatabase {
     }
     for (const table of tables) {
       if (this.loaded.has(table.id)) continue;
-      await this.loader.run(`CREATE TABLE ${quoteIdent(table.name)} (${columnsDdl(table.schema)})`);
-      this.loaded.set(table.id, { table, version: -1, maxKey: undefined });
+      await this.loader.run(`CREATE TABLE ${quoteIdent(table.name)} (${columnsDdl(table.schema.fields)})`);
+      this.loaded.set(table.id, { table, version: -1, maxKey: undefined, whole: false });
     }
     return tables;
   }
 
-  /** Brings each named table to its latest version. */
-  private async refresh(tables: readonly SqlTable[]): Promise<void> {
+  /** Brings each table to its latest version, those in `whole` with their deferred columns. */
+  private async refresh(tables: readonly SqlTable[], whole: ReadonlySet<string>): Promise<void> {
     for (const table of tables) {
       try {
-        await this.bringUp(table);
+        await this.bringUp(table, whole.has(table.id));
       } catch (err) {
         // Dropped while it loaded: it goes from DuckDB too, and the statement fails as after the drop (400).
         const now = await this.syncCatalog();
@@ -198,37 +248,44 @@ export class SqlDatabase {
     }
   }
 
-  /** Brings one table's copy to the table's latest version, loading only what changed. */
-  private async bringUp(table: SqlTable): Promise<void> {
+  /**
+   * Brings one table's copy to the table's latest version, loading only what changed; with its deferred
+   * columns when `needWhole` (a copy without them is then loaded again whole).
+   */
+  private async bringUp(table: SqlTable, needWhole: boolean): Promise<void> {
     const entry = this.loaded.get(table.id);
     if (entry === undefined || this.closed) return;
+    const whole = entry.whole || needWhole;
     // The copy is of exactly this version: appends between versions load by row key, the rest reload.
     const version = await this.source.version(table);
-    if (version === entry.version) return;
-    const difference = entry.version < 0 ? 'rewrite' : await this.source.changed(table, entry.version, version);
+    if (version === entry.version && whole === entry.whole) return;
+    const difference =
+      entry.version < 0 || whole !== entry.whole ? 'rewrite' : await this.source.changed(table, entry.version, version);
+    const fields = copiedFields(table, whole);
     if (difference === 'append') {
       await this.loader.run('BEGIN TRANSACTION');
       try {
-        entry.maxKey = await this.copyRows(table, version, table.name, entry.maxKey);
+        entry.maxKey = await this.copyRows(table, version, table.name, entry.maxKey, fields);
         await this.loader.run('COMMIT');
       } catch (err) {
         await this.loader.run('ROLLBACK').catch(() => undefined);
         throw err;
       }
     } else if (difference === 'rewrite') {
-      entry.maxKey = await this.reload(table, version);
+      entry.maxKey = await this.reload(table, version, fields);
     }
     entry.version = version;
+    entry.whole = whole;
   }
 
-  /** Loads a table into a fresh copy and swaps it in under the table's name in one transaction. */
-  private async reload(table: SqlTable, version: number): Promise<bigint | undefined> {
+  /** Loads `fields` of a table into a fresh copy and swaps it in under the table's name in one transaction. */
+  private async reload(table: SqlTable, version: number, fields: readonly Field[]): Promise<bigint | undefined> {
     const stagingName = `__strata_loading_${table.id}`;
     const staging = quoteIdent(stagingName);
     await this.loader.run(`DROP TABLE IF EXISTS ${staging}`);
-    await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(table.schema)})`);
+    await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(fields)})`);
     try {
-      const maxKey = await this.copyRows(table, version, stagingName, undefined);
+      const maxKey = await this.copyRows(table, version, stagingName, undefined, fields);
       await this.loader.run('BEGIN TRANSACTION');
       await this.loader.run(`DROP TABLE ${quoteIdent(table.name)}`);
       await this.loader.run(`ALTER TABLE ${staging} RENAME TO ${quoteIdent(table.name)}`);
@@ -253,9 +310,11 @@ export class SqlDatabase {
     version: number,
     into: string,
     afterKey: bigint | undefined,
+    fields: readonly Field[],
   ): Promise<bigint | undefined> {
     let maxKey = afterKey;
-    const segments = this.segments(this.source.scan(table, version, afterKey), (key) => {
+    const columns = fields.map((f) => f.name);
+    const segments = this.segments(this.source.scan(table, version, afterKey, columns), (key) => {
       if (maxKey === undefined || key > maxKey) maxKey = key;
     });
     let next = segments.next();
@@ -319,8 +378,6 @@ export class SqlDatabase {
   }
 }
 
-function columnsDdl(schema: Schema): string {
-  return (schema.fields as Field[])
-    .map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}${f.nullable ? '' : ' NOT NULL'}`)
-    .join(', ');
+function columnsDdl(fields: readonly Field[]): string {
+  return fields.map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}${f.nullable ? '' : ' NOT NULL'}`).join(', ');
 }
