@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
@@ -35,6 +35,25 @@ describe('a durable folder', () => {
     expect(await folder.pending()).toEqual([]);
 
     expect(await new DurableFolder(join(root, 'dropped')).sync()).toBe(0);
+  });
+
+  test('reads again only folders that changed, and finds what came into a folder below a settled one', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'strata-durable-'));
+    dirs.push(root);
+    mkdirSync(join(root, 'data'));
+    writeFileSync(join(root, 'data', 'one.lance'), '1');
+    const folder = new DurableFolder(root);
+    expect(await folder.sync()).toBe(1);
+    // Both folders last changed a minute ago: settled, so neither is read again while unchanged.
+    const past = new Date(Date.now() - 60_000);
+    utimesSync(join(root, 'data'), past, past);
+    utimesSync(root, past, past);
+    expect(await folder.sync()).toBe(0);
+
+    writeFileSync(join(root, 'data', 'two.lance'), '2');
+    expect(await folder.pending()).toEqual([join(root, 'data', 'two.lance')]);
+    expect(await folder.sync()).toBe(1);
+    expect(await folder.pending()).toEqual([]);
   });
 });
 

@@ -1,8 +1,29 @@
-import { type Dirent, promises as fs } from 'node:fs';
-import { join } from 'node:path';
+import { type BigIntStats, type Dirent, promises as fs } from 'node:fs';
+import { basename, join } from 'node:path';
 
 /** Files Lance writes again under the same name on every commit. */
 const REWRITTEN = /^latest_version_hint\.json$/;
+
+/**
+ * A folder whose modification time is this old is trusted not to have changed while its time stayed the same:
+ * the kernel stamps times at a coarse clock (a few ms), so two changes close together can share one.
+ */
+const SETTLED_MS = 1000;
+
+/** What a folder held when it was last read, all of it synced. */
+interface Seen {
+  mtimeNs: bigint;
+  files: Set<string>;
+  folders: Set<string>;
+}
+
+/** What one pass found to sync: files, then the folders read (with what they now hold). */
+interface Found {
+  files: string[];
+  folders: { path: string; seen: Seen; gained: boolean }[];
+}
+
+const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Fsyncs a file or folder; one that is gone (cleaned up since it was listed) needs nothing. */
 async function fsyncPath(path: string): Promise<boolean> {
@@ -10,7 +31,7 @@ async function fsyncPath(path: string): Promise<boolean> {
   try {
     handle = await fs.open(path, 'r');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if (gone(err)) return false;
     throw err;
   }
   try {
@@ -28,58 +49,87 @@ async function fsyncPath(path: string): Promise<boolean> {
  * GB of them were still dirty pages, up to ~30 s after being acknowledged.
  *
  * Lance never changes a file it wrote (but `REWRITTEN`), so each file is synced once: `sync` fsyncs the files it
- * has not synced before, then every folder that gained an entry, so that the new names are durable too.
+ * has not synced before, then every folder that gained an entry, so that the new names are durable too. A
+ * folder unchanged since it was last read is not read again, so a write costs what it wrote, not what the
+ * dataset holds (versions are kept for minutes, a few files each).
  */
 export class DurableFolder {
-  private readonly synced = new Set<string>();
+  private readonly seen = new Map<string, Seen>();
 
   constructor(readonly root: string) {}
 
   /** Fsyncs what was written under the folder since the last call; returns how many files it synced. */
   async sync(): Promise<number> {
-    const fresh = await this.walk(this.root);
+    const found: Found = { files: [], folders: [] };
+    await this.find(this.root, found);
     let count = 0;
-    for (const path of fresh.files) {
-      if (await fsyncPath(path)) count++;
-      this.synced.add(path);
-    }
-    for (const dir of fresh.dirs) {
-      await fsyncPath(dir);
-      this.synced.add(dir);
+    for (const path of found.files) if (await fsyncPath(path)) count++;
+    for (const { path, seen, gained } of found.folders) {
+      if (gained) await fsyncPath(path);
+      this.remember(path, seen);
     }
     return count;
   }
 
   /** The files under the folder not synced yet. */
   async pending(): Promise<string[]> {
-    return (await this.walk(this.root)).files.filter((path) => !this.synced.has(path));
+    const found: Found = { files: [], folders: [] };
+    await this.find(this.root, found);
+    return found.files.filter((path) => {
+      const folder = this.seen.get(join(path, '..'));
+      return folder === undefined || !folder.files.has(basename(path));
+    });
   }
 
-  /** Files under `dir` not synced yet, and the folders holding new entries (a new folder's parent too). */
-  private async walk(dir: string): Promise<{ files: string[]; dirs: string[] }> {
+  /** Records what a folder holds, forgetting folders below it that are gone. */
+  private remember(path: string, seen: Seen): void {
+    for (const name of this.seen.get(path)?.folders ?? []) {
+      if (seen.folders.has(name)) continue;
+      const below = join(path, name);
+      for (const known of [...this.seen.keys()])
+        if (known === below || known.startsWith(`${below}/`)) this.seen.delete(known);
+    }
+    this.seen.set(path, seen);
+  }
+
+  /** Adds to `found` what under `dir` needs syncing. */
+  private async find(dir: string, found: Found): Promise<void> {
+    let stat: BigIntStats;
+    try {
+      stat = await fs.stat(dir, { bigint: true });
+    } catch (err) {
+      if (gone(err)) return;
+      throw err;
+    }
+    const before = this.seen.get(dir);
+    if (before !== undefined && before.mtimeNs === stat.mtimeNs && Number(stat.mtimeMs) < Date.now() - SETTLED_MS) {
+      // No entry came or went: only its folders and the files Lance rewrites may hold something new.
+      for (const name of before.files) if (REWRITTEN.test(name)) found.files.push(join(dir, name));
+      for (const name of before.folders) await this.find(join(dir, name), found);
+      return;
+    }
     let entries: Dirent[];
     try {
       entries = await fs.readdir(dir, { withFileTypes: true });
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { files: [], dirs: [] };
+      if (gone(err)) return;
       throw err;
     }
-    const files: string[] = [];
-    const dirs: string[] = [];
-    let gained = !this.synced.has(dir);
+    const seen: Seen = { mtimeNs: stat.mtimeNs, files: new Set(), folders: new Set() };
+    let gained = before === undefined;
     for (const entry of entries) {
       const path = join(dir, entry.name);
       if (entry.isDirectory()) {
-        const below = await this.walk(path);
-        files.push(...below.files);
-        dirs.push(...below.dirs);
-        if (!this.synced.has(path)) gained = true;
-      } else if (entry.isFile() && (!this.synced.has(path) || REWRITTEN.test(entry.name))) {
-        files.push(path);
-        if (!this.synced.has(path)) gained = true;
+        seen.folders.add(entry.name);
+        if (before?.folders.has(entry.name) !== true) gained = true;
+        await this.find(path, found);
+      } else if (entry.isFile()) {
+        seen.files.add(entry.name);
+        const fresh = before?.files.has(entry.name) !== true;
+        if (fresh) gained = true;
+        if (fresh || REWRITTEN.test(entry.name)) found.files.push(path);
       }
     }
-    if (gained) dirs.push(dir);
-    return { files, dirs };
+    found.folders.push({ path: dir, seen, gained });
   }
 }
