@@ -67,6 +67,8 @@ const INDIRECT = /\bquery(?:_table)?\s*\(/i;
 
 /** Statements that may show tables' columns without reading them, which a copy without some would misstate. */
 const INTROSPECTION = /information_schema|pg_catalog|duckdb_|pragma|sqlite_|\b(?:show|describe|summarize)\b/i;
+/** The one statement above that shows only tables' names. */
+const SHOW_TABLES = /^\s*show\s+tables\s*;?\s*$/i;
 
 /**
  * Columns loaded only for a statement that reads them: vectors and lists. They are nearly all of a table's
@@ -197,7 +199,7 @@ export class SqlDatabase {
     tables: readonly SqlTable[],
   ): Promise<{ targets: SqlTable[]; whole: Set<string> }> {
     const named = this.named(sql, tables);
-    if (INTROSPECTION.test(sql)) {
+    if (INTROSPECTION.test(sql) && !SHOW_TABLES.test(sql)) {
       const partial = tables.filter((t) => this.loaded.get(t.id)?.whole === false && !named.includes(t));
       const targets = [...named, ...partial];
       return { targets, whole: new Set(targets.map((t) => t.id)) };
