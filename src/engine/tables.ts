@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
 import { BadRequest, Conflict, NotFound } from '../errors.js';
-import { DurableFolder } from '../storage/durable.js';
+import { DurableFolder, setAsideTornManifest } from '../storage/durable.js';
 import type { LanceLocation } from '../storage/lance.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
@@ -23,7 +23,7 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
-import { annColumns, warmIndexes } from './upkeep.js';
+import { annColumns, type UpkeepLog, warmIndexes } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -100,6 +100,7 @@ export class Tables {
     private readonly catalog: CatalogStore,
     private readonly databaseId: string,
     private readonly location: LanceLocation,
+    private readonly log: UpkeepLog,
   ) {}
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
@@ -224,6 +225,22 @@ export class Tables {
     return this.open(record);
   }
 
+  /**
+   * Opens a table's dataset. A local one whose newest manifest a power cut tore (its commit never answered)
+   * cannot be opened: that manifest is set aside and the dataset opened at the version before.
+   */
+  private async openLance(tableId: string): Promise<LanceTable> {
+    try {
+      return await this.connection.openTable(tableId);
+    } catch (err) {
+      const folder = this.durableFolder(tableId);
+      const torn = folder === undefined ? undefined : await setAsideTornManifest(folder.root);
+      if (torn === undefined) throw err;
+      this.log.warn({ table: tableId, manifest: torn }, 'set aside a torn manifest left by an interrupted commit');
+      return this.connection.openTable(tableId);
+    }
+  }
+
   /** The folder of a table's dataset when it is local (S3 makes writes durable itself). */
   private durableFolder(tableId: string): DurableFolder | undefined {
     if (!this.location.local) return undefined;
@@ -239,7 +256,7 @@ export class Tables {
     let handle = this.handles.get(record.tableId);
     if (handle === undefined) {
       handle = (async () => {
-        const lance = await this.connection.openTable(record.tableId);
+        const lance = await this.openLance(record.tableId);
         // In the background: a failed warm-up only leaves queries to load the indexes as they go.
         warmIndexes(lance).catch(() => undefined);
         return {

@@ -67,7 +67,7 @@ export class DatabaseWorker {
       storageOptions: location.storageOptions,
       readConsistencyInterval: 0,
     });
-    const tables = new Tables(connection, deps.catalog, ref.id, location);
+    const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log);
     upkeep.start();
     return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs);
