@@ -23,7 +23,7 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
-import { annColumns, type UpkeepLog, warmIndexes } from './upkeep.js';
+import { annColumns, type EngineLog, warmIndexes } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -100,7 +100,7 @@ export class Tables {
     private readonly catalog: CatalogStore,
     private readonly databaseId: string,
     private readonly location: LanceLocation,
-    private readonly log: UpkeepLog,
+    private readonly log: EngineLog,
   ) {}
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {

@@ -11,7 +11,8 @@ export interface UpkeepOptions {
   retainMs: number;
 }
 
-export interface UpkeepLog {
+/** Where the engine reports what it handled on its own (a failed upkeep pass, a torn manifest set aside). */
+export interface EngineLog {
   warn(details: object, message: string): void;
 }
 
@@ -88,7 +89,7 @@ export class Upkeep {
   constructor(
     private readonly tables: Tables,
     private readonly options: UpkeepOptions,
-    private readonly log: UpkeepLog,
+    private readonly log: EngineLog,
   ) {}
 
   start(): void {

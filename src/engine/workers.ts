@@ -19,7 +19,7 @@ import {
 } from './search.js';
 import { LanceSqlSource } from './sql-source.js';
 import { type TableHandle, Tables } from './tables.js';
-import { Upkeep, type UpkeepLog, type UpkeepOptions } from './upkeep.js';
+import { type EngineLog, Upkeep, type UpkeepOptions } from './upkeep.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
 /** What a worker needs to know about the database it serves. */
@@ -35,7 +35,7 @@ export interface WorkerDeps {
   storage: StorageEnv;
   upkeep: UpkeepOptions;
   sql: InstanceOptions & SqlLimits;
-  log: UpkeepLog;
+  log: EngineLog;
 }
 
 /** Credentials this close to expiry make the worker reconnect before its next request. */
