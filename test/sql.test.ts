@@ -399,6 +399,12 @@ describe('query_sql loads vector and list columns only for statements that read 
     expect(JSON.parse(String(whole[0]?.j))).toEqual(LAZY[0]);
   });
 
+  test("a word of the catalog's inside a string is only a string", async () => {
+    await recreate();
+    expect(await rows(`SELECT count(*) AS n FROM ${lazy} WHERE tag <> 'show describe'`)).toEqual([{ n: 2 }]);
+    expect(await rows(`SELECT emb FROM ${lazy} WHERE tag = 'b'`)).toEqual([{ emb: [0, 1] }]);
+  });
+
   test('the catalog shows them for a copy made without them', async () => {
     await recreate();
     const listed = await rows(

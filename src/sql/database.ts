@@ -199,7 +199,9 @@ export class SqlDatabase {
     tables: readonly SqlTable[],
   ): Promise<{ targets: SqlTable[]; whole: Set<string> }> {
     const named = this.named(sql, tables);
-    if (INTROSPECTION.test(sql) && !SHOW_TABLES.test(sql)) {
+    // String literals cannot name the catalog (a filter on the category 'show' is no SHOW).
+    const code = sql.replace(/'(?:[^']|'')*'/g, "''");
+    if (INTROSPECTION.test(code) && !SHOW_TABLES.test(code)) {
       const partial = tables.filter((t) => this.loaded.get(t.id)?.whole === false && !named.includes(t));
       const targets = [...named, ...partial];
       return { targets, whole: new Set(targets.map((t) => t.id)) };
