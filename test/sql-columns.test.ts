@@ -45,6 +45,8 @@ describe('the columns a statement reads', () => {
       'SELECT b FROM facts f(a, b)',
       "SELECT 1 FROM facts PIVOT (sum(x) FOR cat IN ('a'))",
       'PIVOT facts ON cat USING sum(x)',
+      'SELECT id FROM facts UNPIVOT (v FOR c IN (x, label))',
+      'SELECT struct_pack(f) FROM facts f',
       'SELECT list_transform([1], e -> e + 1) FROM facts',
       'SELEC nonsense',
     ];
