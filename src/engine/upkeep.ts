@@ -43,9 +43,6 @@ export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   negdot: 'dot',
 };
 
-/** A cut-off before any version was written: `optimize()` then prunes none. */
-const PRUNE_NOTHING = new Date(0);
-
 const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
 
 /** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
@@ -165,14 +162,9 @@ export class Upkeep {
       (keysBehind &&
         (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
-      // Old versions are pruned only once what replaced their files is durable (`commit` syncs): pruned in the
-      // same call, a power cut during the sync could leave a compaction's new files torn and the files they
-      // replaced deleted.
-      const optimized =
-        (await this.commit(table, () => table.lance.optimize({ cleanupOlderThan: PRUNE_NOTHING }))) &&
-        (await this.commit(table, () =>
-          table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
-        ));
+      const optimized = await this.commit(table, () =>
+        table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
+      );
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) {
