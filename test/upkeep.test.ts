@@ -319,3 +319,45 @@ describe('index upkeep', () => {
     expect(new Map(rows.map((r) => [Number(r.id), String(r.body)]))).toEqual(expected);
   });
 });
+
+describe('pruning', () => {
+  test('keeps the version a compaction replaced until a later pass, so its files outlive the sync of the new ones', async () => {
+    // Retention 0: without the rule every version but the newest would go with the compaction itself.
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_VERSION_RETENTION_MS: '0' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'p');
+      const tables = tablesOf(client, 'p');
+      await tables.create({ table_name: 'log', schema: [{ name: 'id', type: 'i64', nullable: false }] });
+      for (let i = 0; i < 4; i++) await tables.append('log', [{ id: i }]);
+      // Read beside upkeep: a version pruned between listing and reading fails the read, which is then retried.
+      const versions = async (): Promise<number[]> => {
+        const { lance, close } = await openDataset(server, 'acme', 'p', 'log');
+        try {
+          return (await lance.listVersions()).map((v) => v.version);
+        } catch {
+          return versions();
+        } finally {
+          close();
+        }
+      };
+      const beforeUpkeep = await versions();
+      const replaced = beforeUpkeep.at(-1) as number;
+      // Upkeep folds and compacts the appends once writes pause: versions after `replaced` appear, older ones go.
+      const compacted = await eventually(
+        versions,
+        (vs) => (vs.at(-1) as number) > replaced && vs[0] === replaced,
+        20_000,
+      );
+      expect(compacted).toContain(replaced);
+      expect(compacted.some((v) => v < replaced)).toBe(false);
+
+      await tables.append('log', [{ id: 9 }]);
+      const later = await eventually(versions, (vs) => !vs.includes(replaced), 20_000);
+      expect(later).not.toContain(replaced);
+      expect((await readTable(server, 'acme', 'p', 'log')).map((r) => Number(r.id)).sort()).toEqual([0, 1, 2, 3, 9]);
+    } finally {
+      await server.close();
+    }
+  });
+});

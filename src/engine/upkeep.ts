@@ -162,9 +162,12 @@ export class Upkeep {
       (keysBehind &&
         (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
-      const optimized = await this.commit(table, () =>
-        table.lance.optimize({ cleanupOlderThan: new Date(Date.now() - this.options.retainMs) }),
-      );
+      // The version this pass found latest outlives the compaction that replaces it: its files must last until
+      // the new ones are durable (`commit` syncs after the call), or a power cut during that sync could leave
+      // the new files torn and the old ones deleted. A later pass prunes it.
+      const latest = (await table.lance.listVersions()).at(-1)?.timestamp.getTime() ?? Date.now();
+      const cutoff = new Date(Math.min(Date.now() - this.options.retainMs, latest - 1));
+      const optimized = await this.commit(table, () => table.lance.optimize({ cleanupOlderThan: cutoff }));
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) {
