@@ -1,15 +1,22 @@
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openDatabase } from '../src/http/guard.js';
 import { DurableFolder, setAsideTornManifest } from '../src/storage/durable.js';
-import { activeLocalDatabase, startStrata } from './support/server.js';
+import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 const dirs: string[] = [];
-afterAll(() => {
+let strata: TestServer;
+let api: Client;
+beforeAll(async () => {
+  strata = await startStrata();
+  api = await strata.as('acme');
+});
+afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  await strata?.close();
 });
 
 describe('a durable folder', () => {
@@ -59,92 +66,76 @@ describe('a durable folder', () => {
 
 describe('writes to local storage', () => {
   test('leave no file of the dataset unsynced once answered: create, append, replace, delete', async () => {
-    const strata = await startStrata();
-    try {
-      const api = await strata.as('acme');
-      await activeLocalDatabase(api, 'd');
-      const db = tablesOf(api, 'd');
-      const account = await strata.app.ctx.store.ensureAccount('acme');
-      const pending = async () => {
-        const lease = await openDatabase(strata.app.ctx, account.id, 'd');
-        try {
-          const table = await lease.worker.tables.get('t');
-          expect(table.folder).toBeDefined();
-          return table.folder?.pending();
-        } finally {
-          lease.release();
-        }
-      };
-      await db.create({
-        table_name: 't',
-        schema: [
-          { name: 'id', type: 'i64', nullable: false },
-          { name: 'body', type: 'utf8' },
-        ],
-        indexes: { fts: ['body'] },
-      });
-      expect(await pending()).toEqual([]);
+    await activeLocalDatabase(api, 'd');
+    const db = tablesOf(api, 'd');
+    const account = await strata.app.ctx.store.ensureAccount('acme');
+    const pending = async () => {
+      const lease = await openDatabase(strata.app.ctx, account.id, 'd');
+      try {
+        const table = await lease.worker.tables.get('t');
+        expect(table.folder).toBeDefined();
+        return table.folder?.pending();
+      } finally {
+        lease.release();
+      }
+    };
+    await db.create({
+      table_name: 't',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+      ],
+      indexes: { fts: ['body'] },
+    });
+    expect(await pending()).toEqual([]);
 
-      await db.append('t', [
-        { id: 1, body: 'one' },
-        { id: 2, body: 'two' },
-      ]);
-      expect(await pending()).toEqual([]);
+    await db.append('t', [
+      { id: 1, body: 'one' },
+      { id: 2, body: 'two' },
+    ]);
+    expect(await pending()).toEqual([]);
 
-      const replaced = await api.post('/v1/update/d?table=t&predicate=id%20%3D%201', {
-        data: [{ id: 1, body: 'uno' }],
-      });
-      expect(replaced.status).toBe(200);
-      expect(await pending()).toEqual([]);
+    expect((await db.update('t', 'id = 1', [{ id: 1, body: 'uno' }])).status).toBe(200);
+    expect(await pending()).toEqual([]);
 
-      const deleted = await api.post('/v1/delete/d?table=t&predicate=id%20%3D%202');
-      expect(deleted.status).toBe(200);
-      expect(await pending()).toEqual([]);
-    } finally {
-      await strata.close();
-    }
+    expect((await db.remove('t', 'id = 2')).status).toBe(200);
+    expect(await pending()).toEqual([]);
   });
 });
 
 describe('a commit cut short by a power cut', () => {
   test('leaves a torn manifest, set aside when the table opens again: the answered rows are all there', async () => {
-    const strata = await startStrata();
-    try {
-      const api = await strata.as('acme');
-      await activeLocalDatabase(api, 'd');
-      const db = tablesOf(api, 'd');
-      await db.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
-      await db.append('t', [{ id: 1 }, { id: 2 }]);
-      const tables = join(strata.dataDir, 'buckets', 'd', 'tables');
-      const dataset = join(tables, readdirSync(tables).find((name) => name.endsWith('.lance')) as string);
-      expect(await setAsideTornManifest(dataset)).toBeUndefined(); // a whole manifest is never touched
+    await activeLocalDatabase(api, 'cut');
+    const db = tablesOf(api, 'cut');
+    await db.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
+    await db.append('t', [{ id: 1 }, { id: 2 }]);
+    const tables = join(strata.dataDir, 'buckets', 'cut', 'tables');
+    const dataset = join(tables, readdirSync(tables).find((name) => name.endsWith('.lance')) as string);
+    expect(await setAsideTornManifest(dataset)).toBeUndefined(); // a whole manifest is never touched
 
-      // The worker lets go of the table, as after a restart; the next commit's manifest was created, never written.
-      const account = await strata.app.ctx.store.ensureAccount('acme');
-      const database = await strata.app.ctx.store.findDatabase(account.id, 'd');
-      await strata.app.ctx.workers.release(database?.id ?? '');
-      const versions = join(dataset, '_versions');
-      const newest = readdirSync(versions)
-        .filter((name) => name.endsWith('.manifest'))
-        .map((name) => BigInt(name.split('.')[0] as string))
-        .sort((a, b) => Number(a - b))[0] as bigint;
-      const torn = `${newest - 1n}.manifest`;
-      writeFileSync(join(versions, torn), '');
+    // The worker lets go of the table, as after a restart; the next commit's manifest was created, never written.
+    const account = await strata.app.ctx.store.ensureAccount('acme');
+    const database = await strata.app.ctx.store.findDatabase(account.id, 'cut');
+    await strata.app.ctx.workers.release(database?.id ?? '');
+    const versions = join(dataset, '_versions');
+    const newest = readdirSync(versions)
+      .filter((name) => name.endsWith('.manifest'))
+      .map((name) => BigInt(name.split('.')[0] as string))
+      .sort((a, b) => Number(a - b))[0] as bigint;
+    const torn = `${newest - 1n}.manifest`;
+    writeFileSync(join(versions, torn), '');
 
-      const read = await api.post('/v1/exact_match/d', { table_name: 't', field_name: 'id', value: '2' });
-      expect(read.status).toBe(200);
-      expect(existsSync(join(dataset, '_interrupted', torn))).toBe(true);
-      expect(existsSync(join(versions, torn))).toBe(false);
-      await db.append('t', [{ id: 3 }]);
-      const counted = await api.request(
-        'POST',
-        '/v1/query_sql/d',
-        { query: 'SELECT count(*) AS n FROM t' },
-        { accept: 'application/json' },
-      );
-      expect(counted.json).toEqual({ data: [{ n: 3 }] });
-    } finally {
-      await strata.close();
-    }
+    const read = await api.post('/v1/exact_match/cut', { table_name: 't', field_name: 'id', value: '2' });
+    expect(read.status).toBe(200);
+    expect(existsSync(join(dataset, '_interrupted', torn))).toBe(true);
+    expect(existsSync(join(versions, torn))).toBe(false);
+    await db.append('t', [{ id: 3 }]);
+    const counted = await api.request(
+      'POST',
+      '/v1/query_sql/cut',
+      { query: 'SELECT count(*) AS n FROM t' },
+      { accept: 'application/json' },
+    );
+    expect(counted.json).toEqual({ data: [{ n: 3 }] });
   });
 });

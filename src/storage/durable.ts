@@ -1,5 +1,5 @@
 import { type BigIntStats, type Dirent, promises as fs } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 
 /** Files Lance writes again under the same name on every commit. */
 const REWRITTEN = /^latest_version_hint\.json$/;
@@ -76,7 +76,7 @@ export class DurableFolder {
     const found: Found = { files: [], folders: [] };
     await this.find(this.root, found);
     return found.files.filter((path) => {
-      const folder = this.seen.get(join(path, '..'));
+      const folder = this.seen.get(dirname(path));
       return folder === undefined || !folder.files.has(basename(path));
     });
   }
