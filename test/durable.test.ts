@@ -1,11 +1,21 @@
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { openDatabase } from '../src/http/guard.js';
-import { DurableFolder, setAsideTornManifest } from '../src/storage/durable.js';
+import { DurableFolder } from '../src/storage/durable.js';
+import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
-import { tablesOf } from './support/tables.js';
+import { openDataset, tablesOf } from './support/tables.js';
 
 const dirs: string[] = [];
 let strata: TestServer;
@@ -103,39 +113,168 @@ describe('writes to local storage', () => {
   });
 });
 
+/** The folder of the one table of a local database. */
+function datasetOf(database: string): string {
+  const tables = join(strata.dataDir, 'buckets', database, 'tables');
+  return join(tables, readdirSync(tables).find((name) => name.endsWith('.lance')) as string);
+}
+
+/** Manifest names, newest first. */
+function manifestsOf(dataset: string): string[] {
+  return readdirSync(join(dataset, '_versions'))
+    .filter((name) => name.endsWith('.manifest'))
+    .sort((a, b) => Number(BigInt(a.split('.')[0] as string) - BigInt(b.split('.')[0] as string)));
+}
+
+/** The files under `folder` (relative to the dataset) that the newest manifest names and the one before does not. */
+function newestCommitFiles(dataset: string, folder: string, named: (file: string) => Buffer): string[] {
+  const [newest, before] = manifestsOf(dataset).map((m) => readFileSync(join(dataset, '_versions', m)));
+  return readdirSync(join(dataset, folder)).filter(
+    (file) => newest?.includes(named(file)) === true && before?.includes(named(file)) !== true,
+  );
+}
+
+/** As after a restart: the database's worker lets go of its tables. */
+async function releaseWorker(database: string): Promise<void> {
+  const account = await strata.app.ctx.store.ensureAccount('acme');
+  const found = await strata.app.ctx.store.findDatabase(account.id, database);
+  await strata.app.ctx.workers.release(found?.id ?? '');
+}
+
+const countRows = async (database: string) =>
+  (
+    await api.request(
+      'POST',
+      `/v1/query_sql/${database}`,
+      { query: 'SELECT count(*) AS n, sum(id) AS s FROM t' },
+      { accept: 'application/json' },
+    )
+  ).json;
+
+/** A table `t` (id, body with a full-text index) in a new local database. */
+async function textTable(database: string) {
+  await activeLocalDatabase(api, database);
+  const db = tablesOf(api, database);
+  await db.create({
+    table_name: 't',
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'body', type: 'utf8' },
+    ],
+    indexes: { fts: ['body'] },
+  });
+  return db;
+}
+
+/** The ids a text search of `t` finds, in id order. */
+async function textSearchIds(database: string, query: string): Promise<number[]> {
+  const res = await api.request(
+    'POST',
+    `/v1/hybrid_search/${database}`,
+    { table_name: 't', text_field: 'body', text_query: query, k: 10, projection: ['id'] },
+    { accept: 'application/json' },
+  );
+  expect(res.status).toBe(200);
+  return (res.json as { data: { id: number }[] }).data.map((row) => row.id).sort((a, b) => a - b);
+}
+
 describe('a commit cut short by a power cut', () => {
   test('leaves a torn manifest, set aside when the table opens again: the answered rows are all there', async () => {
     await activeLocalDatabase(api, 'cut');
     const db = tablesOf(api, 'cut');
     await db.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
     await db.append('t', [{ id: 1 }, { id: 2 }]);
-    const tables = join(strata.dataDir, 'buckets', 'cut', 'tables');
-    const dataset = join(tables, readdirSync(tables).find((name) => name.endsWith('.lance')) as string);
-    expect(await setAsideTornManifest(dataset)).toBeUndefined(); // a whole manifest is never touched
+    const dataset = datasetOf('cut');
+    expect(await setAsideInterruptedCommits(dataset)).toBeUndefined(); // a readable dataset is never touched
 
-    // The worker lets go of the table, as after a restart; the next commit's manifest was created, never written.
-    const account = await strata.app.ctx.store.ensureAccount('acme');
-    const database = await strata.app.ctx.store.findDatabase(account.id, 'cut');
-    await strata.app.ctx.workers.release(database?.id ?? '');
-    const versions = join(dataset, '_versions');
-    const newest = readdirSync(versions)
-      .filter((name) => name.endsWith('.manifest'))
-      .map((name) => BigInt(name.split('.')[0] as string))
-      .sort((a, b) => Number(a - b))[0] as bigint;
+    // The next commit's manifest was created, never written.
+    await releaseWorker('cut');
+    const newest = BigInt((manifestsOf(dataset)[0] as string).split('.')[0] as string);
     const torn = `${newest - 1n}.manifest`;
-    writeFileSync(join(versions, torn), '');
+    writeFileSync(join(dataset, '_versions', torn), '');
 
     const read = await api.post('/v1/exact_match/cut', { table_name: 't', field_name: 'id', value: '2' });
     expect(read.status).toBe(200);
-    expect(existsSync(join(dataset, '_interrupted', torn))).toBe(true);
-    expect(existsSync(join(versions, torn))).toBe(false);
+    expect(existsSync(join(dataset, '_interrupted', '_versions', torn))).toBe(true);
+    expect(existsSync(join(dataset, '_versions', torn))).toBe(false);
     await db.append('t', [{ id: 3 }]);
-    const counted = await api.request(
-      'POST',
-      '/v1/query_sql/cut',
-      { query: 'SELECT count(*) AS n FROM t' },
-      { accept: 'application/json' },
-    );
-    expect(counted.json).toEqual({ data: [{ n: 3 }] });
+    expect(await countRows('cut')).toEqual({ data: [{ n: 3, s: 6 }] });
+  });
+
+  test('leaves a whole manifest naming a torn data file: that version is set aside, the one before is read', async () => {
+    const db = await textTable('cutdata');
+    await db.append('t', [
+      { id: 1, body: 'one' },
+      { id: 2, body: 'two' },
+    ]);
+    // The last append's commit stands for one cut before its sync: its data file is written, its answer never was.
+    await db.append('t', [{ id: 3, body: 'three' }]);
+    await releaseWorker('cutdata');
+    const dataset = datasetOf('cutdata');
+    const [newest] = manifestsOf(dataset);
+    const [file] = newestCommitFiles(dataset, 'data', (name) => Buffer.from(name));
+    expect(file).toBeDefined();
+    writeFileSync(join(dataset, 'data', file as string), '');
+
+    expect(await countRows('cutdata')).toEqual({ data: [{ n: 2, s: 3 }] });
+    expect(await textSearchIds('cutdata', 'one two three')).toEqual([1, 2]);
+    expect(existsSync(join(dataset, '_interrupted', '_versions', newest as string))).toBe(true);
+    expect(existsSync(join(dataset, '_interrupted', 'data', file as string))).toBe(true);
+    await db.append('t', [{ id: 4, body: 'four' }]);
+    expect(await countRows('cutdata')).toEqual({ data: [{ n: 3, s: 7 }] });
+  });
+
+  test('leaves a torn index file: the upkeep commit that made it is set aside, search still finds every row', async () => {
+    const db = await textTable('cutindex');
+    await db.append('t', [
+      { id: 1, body: 'apple pie' },
+      { id: 2, body: 'apple tart' },
+    ]);
+    await releaseWorker('cutindex');
+    // Upkeep's commit, as it would fold the rows into the index, cut short before its files were synced.
+    const dataset = await openDataset(strata, 'acme', 'cutindex', 't');
+    await dataset.lance.optimize();
+    dataset.close();
+    const folder = datasetOf('cutindex');
+    const [index] = newestCommitFiles(folder, '_indices', (uuid) => Buffer.from(uuid.replaceAll('-', ''), 'hex'));
+    expect(index).toBeDefined();
+    const files = readdirSync(join(folder, '_indices', index as string));
+    for (const file of files) writeFileSync(join(folder, '_indices', index as string, file), '');
+
+    expect(await textSearchIds('cutindex', 'apple')).toEqual([1, 2]);
+    expect(readdirSync(join(folder, '_interrupted', '_indices', index as string)).sort()).toEqual(files.sort());
+  });
+
+  test('leaves a torn deletion file: the delete it belonged to is set aside, its rows are back', async () => {
+    await activeLocalDatabase(api, 'cutdel');
+    const db = tablesOf(api, 'cutdel');
+    await db.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
+    await db.append('t', [{ id: 1 }, { id: 2 }, { id: 3 }]);
+    expect((await db.remove('t', 'id = 2')).status).toBe(200);
+    await releaseWorker('cutdel');
+    const dataset = datasetOf('cutdel');
+    const deletions = readdirSync(join(dataset, '_deletions'));
+    expect(deletions).toHaveLength(1);
+    writeFileSync(join(dataset, '_deletions', deletions[0] as string), '');
+
+    expect(await countRows('cutdel')).toEqual({ data: [{ n: 3, s: 6 }] });
+    expect(existsSync(join(dataset, '_interrupted', '_deletions', deletions[0] as string))).toBe(true);
+  });
+
+  test('never touches a torn file no manifest names (one another process may still be writing)', async () => {
+    await activeLocalDatabase(api, 'cutnone');
+    const db = tablesOf(api, 'cutnone');
+    await db.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
+    await db.append('t', [{ id: 1 }]);
+    await releaseWorker('cutnone');
+    const dataset = datasetOf('cutnone');
+    const writing = join(dataset, 'data', 'still-being-written.lance');
+    writeFileSync(writing, 'LA');
+    const before = manifestsOf(dataset);
+
+    expect(await setAsideInterruptedCommits(dataset)).toBeUndefined();
+    expect(existsSync(writing)).toBe(true);
+    expect(manifestsOf(dataset)).toEqual(before);
+    expect(await countRows('cutnone')).toEqual({ data: [{ n: 1, s: 1 }] });
   });
 });

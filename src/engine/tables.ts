@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
 import { BadRequest, Conflict, NotFound } from '../errors.js';
-import { DurableFolder, setAsideTornManifest } from '../storage/durable.js';
+import { DurableFolder } from '../storage/durable.js';
+import { setAsideInterruptedCommits } from '../storage/interrupted.js';
 import type { LanceLocation } from '../storage/lance.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
@@ -226,19 +227,19 @@ export class Tables {
   }
 
   /**
-   * Opens a table's dataset. A local one whose newest manifest a power cut tore (its commit never answered)
-   * cannot be opened: that manifest is set aside and the dataset opened at the version before.
+   * Opens a table's dataset. A local one first loses the commits a power cut interrupted (never answered),
+   * which Lance could not read: it opens at the newest version whose files are whole.
    */
   private async openLance(tableId: string): Promise<LanceTable> {
-    try {
-      return await this.connection.openTable(tableId);
-    } catch (err) {
-      const folder = this.durableFolder(tableId);
-      const torn = folder === undefined ? undefined : await setAsideTornManifest(folder.root);
-      if (torn === undefined) throw err;
-      this.log.warn({ table: tableId, manifest: torn }, 'set aside a torn manifest left by an interrupted commit');
-      return this.connection.openTable(tableId);
+    const folder = this.durableFolder(tableId);
+    const aside = folder === undefined ? undefined : await setAsideInterruptedCommits(folder.root);
+    if (aside !== undefined) {
+      this.log.warn(
+        { table: tableId, ...aside },
+        'set aside commits a power cut interrupted before they were answered',
+      );
     }
+    return this.connection.openTable(tableId);
   }
 
   /** The folder of a table's dataset when it is local (S3 makes writes durable itself). */

@@ -23,10 +23,10 @@ interface Found {
   folders: { path: string; seen: Seen; gained: boolean }[];
 }
 
-const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
+export const gone = (err: unknown) => (err as NodeJS.ErrnoException).code === 'ENOENT';
 
 /** Fsyncs a file or folder; one that is gone (cleaned up since it was listed) needs nothing. */
-async function fsyncPath(path: string): Promise<boolean> {
+export async function fsyncPath(path: string): Promise<boolean> {
   let handle: fs.FileHandle;
   try {
     handle = await fs.open(path, 'r');
@@ -132,49 +132,4 @@ export class DurableFolder {
     }
     found.folders.push({ path: dir, seen, gained });
   }
-}
-
-/** Lance's manifests end with these bytes; one that does not was torn by a power cut while it was written. */
-const MANIFEST_END = Buffer.from('LANC');
-const U64_MAX = 2n ** 64n - 1n;
-
-/** The version a manifest's name stands for: Lance names them `u64::MAX - version` (older datasets: `version`). */
-function manifestVersion(name: string): bigint | undefined {
-  const match = /^(\d+)\.manifest$/.exec(name);
-  if (match === null) return undefined;
-  const n = BigInt(match[1] as string);
-  return n > 2n ** 63n ? U64_MAX - n : n;
-}
-
-/**
- * Sets aside the newest manifest of a local dataset when it is torn. A power cut during a commit can leave the
- * new manifest empty or cut short (the commit's answer waits for `sync`, so it was never answered), and Lance
- * then cannot open the dataset at all. A manifest that ends as Lance ends them is never touched. Returns the
- * name set aside, into `_interrupted/` beside `_versions/`.
- */
-export async function setAsideTornManifest(datasetDir: string): Promise<string | undefined> {
-  const versions = join(datasetDir, '_versions');
-  let names: string[];
-  try {
-    names = await fs.readdir(versions);
-  } catch (err) {
-    if (gone(err)) return undefined;
-    throw err;
-  }
-  let newest: { name: string; version: bigint } | undefined;
-  for (const name of names) {
-    const version = manifestVersion(name);
-    if (version !== undefined && (newest === undefined || version > newest.version)) newest = { name, version };
-  }
-  if (newest === undefined) return undefined;
-  const path = join(versions, newest.name);
-  const bytes = await fs.readFile(path);
-  const end = bytes.subarray(Math.max(0, bytes.length - MANIFEST_END.length));
-  if (bytes.length >= 16 && end.equals(MANIFEST_END)) return undefined;
-  const aside = join(datasetDir, '_interrupted');
-  await fs.mkdir(aside, { recursive: true });
-  await fs.rename(path, join(aside, newest.name));
-  await fsyncPath(versions);
-  await fsyncPath(aside);
-  return newest.name;
 }
