@@ -1,3 +1,5 @@
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { warmIndexes } from '../src/engine/upkeep.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
@@ -93,6 +95,21 @@ describe('index upkeep', () => {
       expect.arrayContaining([expect.stringMatching(/^emb:ivf/i), expect.stringMatching(/^body:/)]),
     );
     expect(state.unindexed).toBe(0);
+  });
+
+  test('/metrics counts its steps by what they did, and no unindexed rows once it caught up', async () => {
+    await eventually(
+      () => tableState(strata, 'u', 'items'),
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+      20_000,
+    );
+    const metrics = await eventually(
+      () => metricsOf(strata),
+      (m) => m.includes('strata_unindexed_rows 0'),
+    );
+    expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m);
+    expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m);
+    expect(metrics).toMatch(/^strata_upkeep_failures_total 0$/m);
   });
 
   test('warming loads every kind of index the service builds (FTS, IVF, the row key BTREE)', async () => {
@@ -317,6 +334,50 @@ describe('index upkeep', () => {
     expect(statuses.every((s) => s === 200)).toBe(true);
     const rows = await readTable(strata, 'acme', 'u', 'busy');
     expect(new Map(rows.map((r) => [Number(r.id), String(r.body)]))).toEqual(expected);
+  });
+});
+
+const metricsOf = async (server: TestServer) => (await fetch(`${server.url}/metrics`)).text();
+
+describe('upkeep metrics', () => {
+  test('a failed pass is counted, and the rows it left unindexed are reported', async () => {
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '3600000' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'm');
+      const tables = tablesOf(client, 'm');
+      await tables.create({
+        table_name: 'notes',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+        ],
+        indexes: { fts: ['body'] },
+      });
+      await tables.append('notes', [
+        { id: 1, body: 'one' },
+        { id: 2, body: 'two' },
+      ]);
+      await tables.append('notes', [{ id: 3, body: 'three' }]);
+      // The rows' files go missing under the table, so upkeep's fold cannot read them.
+      const account = await server.app.ctx.store.ensureAccount('acme');
+      const database = await server.app.ctx.store.findDatabase(account.id, 'm');
+      const record = await server.app.ctx.store.findTable(database?.id ?? '', 'notes');
+      const data = join(server.dataDir, 'buckets', 'm', 'tables', `${record?.tableId}.lance`, 'data');
+      for (const file of readdirSync(data)) rmSync(join(data, file));
+
+      const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
+      try {
+        await lease?.worker.upkeep.run();
+      } finally {
+        lease?.release();
+      }
+      const metrics = await metricsOf(server);
+      expect(metrics).toMatch(/^strata_upkeep_failures_total 1$/m);
+      expect(metrics).toMatch(/^strata_unindexed_rows 3$/m);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -16,6 +16,17 @@ export interface EngineLog {
   warn(details: object, message: string): void;
 }
 
+/** What an upkeep commit did: fold rows into the indexes (and compact, and prune), prune an idle table, or train an ANN index. */
+export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
+
+/** Told of upkeep's work as it happens (the service counts it for `/metrics`). */
+export interface UpkeepObserver {
+  /** An upkeep step finished: what it was and how long it took. */
+  done(work: UpkeepWork, seconds: number): void;
+  /** A pass over a table failed; the next pass tries again. */
+  failed(): void;
+}
+
 /** Upkeep commits lost to concurrent writes before upkeep waits its turn in the table's write queue. */
 const MAX_PREEMPTED = 3;
 
@@ -87,12 +98,25 @@ export class Upkeep {
   private readonly seen = new Map<string, number>();
   /** When a settled table's oldest kept version passes the retention, by the version that was worked out at. */
   private readonly pruneAt = new Map<string, { version: number; at: number }>();
+  /** Rows of each open table that a search index does not cover yet, as the last pass found them. */
+  private readonly behind = new Map<string, number>();
 
   constructor(
     private readonly tables: Tables,
     private readonly options: UpkeepOptions,
     private readonly log: EngineLog,
+    private readonly observer: UpkeepObserver,
   ) {}
+
+  /**
+   * Rows searches of this database's open tables scan by brute force (the most any one search index of a table
+   * misses, summed over tables), as the last pass found them.
+   */
+  unindexedRows(): number {
+    let rows = 0;
+    for (const n of this.behind.values()) rows += n;
+    return rows;
+  }
 
   start(): void {
     this.timer = setInterval(() => {
@@ -109,14 +133,19 @@ export class Upkeep {
 
   /** One pass over every open table; exposed so tests and benchmarks can wait for a settled state. */
   async run(): Promise<void> {
+    const open = new Set<string>();
     for (const handle of this.tables.openHandles()) {
       if (this.stopped) return;
       try {
-        await this.upkeep(await handle);
+        const table = await handle;
+        open.add(table.record.tableId);
+        await this.upkeep(table);
       } catch (err) {
+        this.observer.failed();
         this.log.warn({ err }, 'index upkeep failed; retrying on the next pass');
       }
     }
+    for (const id of this.behind.keys()) if (!open.has(id)) this.behind.delete(id);
   }
 
   private async upkeep(table: TableHandle): Promise<void> {
@@ -141,7 +170,7 @@ export class Upkeep {
     if (needsAnn) {
       for (const vector of missing) {
         const config = annIndex(vector.metric);
-        if (await this.commit(table, () => table.lance.createIndex(vector.column, { config }))) {
+        if (await this.commit(table, 'ann_build', () => table.lance.createIndex(vector.column, { config }))) {
           table.ann.add(vector.column);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
           reindexed = true;
@@ -150,27 +179,29 @@ export class Upkeep {
     } else {
       reindexed = await this.retrainOutgrown(table, indices);
     }
-    let searchBehind = false;
+    let searchBehind = 0;
     let keysBehind = false;
     for (const index of await table.lance.listIndices()) {
-      const stats = await table.lance.indexStats(index.name);
-      if ((stats?.numUnindexedRows ?? 0) === 0) continue;
-      if (index.columns.includes(ROW_KEY)) keysBehind = true;
-      else searchBehind = true;
+      const unindexed = (await table.lance.indexStats(index.name))?.numUnindexedRows ?? 0;
+      if (index.columns.includes(ROW_KEY)) keysBehind ||= unindexed > 0;
+      else searchBehind = Math.max(searchBehind, unindexed);
     }
+    this.behind.set(id, searchBehind);
     const rewritten = table.changes.between(this.tidied.get(id) ?? version, version) === 'rewrite';
     // Search indexes are folded at once (fresh rows are searched by brute force until then); the row key's
     // waits until writes pause or enough small fragments pile up.
     const due =
-      searchBehind ||
+      searchBehind > 0 ||
       rewritten ||
       (keysBehind &&
         (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
-      const optimized = await this.optimize(table);
+      const optimized = await this.optimize(table, 'optimize');
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) {
+        // What the pass found behind is folded in; rows written meanwhile show on the next pass.
+        this.behind.set(id, 0);
         this.tidied.set(id, version);
         table.rowKeys.trim(await table.lance.countRows());
         await table.rowKeys.warm();
@@ -192,10 +223,10 @@ export class Upkeep {
    * call), or a power cut during that sync could leave the new files torn and the old ones deleted. A later pass
    * prunes it.
    */
-  private async optimize(table: TableHandle): Promise<boolean> {
+  private async optimize(table: TableHandle, work: 'optimize' | 'prune'): Promise<boolean> {
     const latest = (await table.lance.listVersions()).at(-1)?.timestamp.getTime() ?? Date.now();
     const cutoff = new Date(Math.min(Date.now() - this.options.retainMs, latest - 1));
-    return this.commit(table, () => table.lance.optimize({ cleanupOlderThan: cutoff }));
+    return this.commit(table, work, () => table.lance.optimize({ cleanupOlderThan: cutoff }));
   }
 
   /**
@@ -215,7 +246,7 @@ export class Upkeep {
     }
     if (Date.now() < due.at) return;
     this.pruneAt.delete(id);
-    await this.optimize(table);
+    await this.optimize(table, 'prune');
   }
 
   /**
@@ -235,7 +266,8 @@ export class Upkeep {
       if ((stats.numIndices ?? 1) <= MAX_ANN_SEGMENTS && stats.numIndexedRows < ANN_REGROWTH * trained) continue;
       const rows = await table.lance.countRows();
       const config = annIndex(vector.metric);
-      if (await this.commit(table, () => table.lance.createIndex(vector.column, { config, replace: true }))) {
+      const retrain = () => table.lance.createIndex(vector.column, { config, replace: true });
+      if (await this.commit(table, 'ann_retrain', retrain)) {
         this.trainedRows.set(key, rows);
         retrained = true;
       }
@@ -250,9 +282,10 @@ export class Upkeep {
    * write queue once, so a table written without pause still gets its indexes caught up. True when it
    * committed.
    */
-  private async commit(table: TableHandle, run: () => Promise<unknown>): Promise<boolean> {
+  private async commit(table: TableHandle, work: UpkeepWork, run: () => Promise<unknown>): Promise<boolean> {
     const id = table.record.tableId;
     const lost = this.preempted.get(id) ?? 0;
+    const started = performance.now();
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
       const maintain = () => table.changes.maintain(() => table.lance.version(), run);
@@ -260,6 +293,7 @@ export class Upkeep {
       this.preempted.delete(id);
       // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
       await table.folder?.sync();
+      this.observer.done(work, (performance.now() - started) / 1000);
       return true;
     } catch (err) {
       if (!/Retryable commit conflict/i.test(String(err))) throw err;

@@ -19,7 +19,7 @@ import {
 } from './search.js';
 import { LanceSqlSource } from './sql-source.js';
 import { type TableHandle, Tables } from './tables.js';
-import { type EngineLog, Upkeep, type UpkeepOptions } from './upkeep.js';
+import { type EngineLog, Upkeep, type UpkeepObserver, type UpkeepOptions } from './upkeep.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
 /** What a worker needs to know about the database it serves. */
@@ -34,6 +34,7 @@ export interface WorkerDeps {
   catalog: CatalogStore;
   storage: StorageEnv;
   upkeep: UpkeepOptions;
+  upkeepObserver: UpkeepObserver;
   sql: InstanceOptions & SqlLimits;
   log: EngineLog;
 }
@@ -68,7 +69,7 @@ export class DatabaseWorker {
       readConsistencyInterval: 0,
     });
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
-    const upkeep = new Upkeep(tables, deps.upkeep, deps.log);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver);
     upkeep.start();
     return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs);
   }
@@ -192,6 +193,13 @@ export class WorkerPool {
 
   has(id: string): boolean {
     return this.workers.has(id);
+  }
+
+  /** Rows the open tables of every placed worker search by brute force, as their upkeep last found them. */
+  unindexedRows(): number {
+    let rows = 0;
+    for (const worker of this.workers.values()) rows += worker.upkeep.unindexedRows();
+    return rows;
   }
 
   start(): void {

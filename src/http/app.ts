@@ -12,7 +12,7 @@ import { authPlugin } from './auth.js';
 import type { AppContext } from './context.js';
 import { docsPlugin } from './docs.js';
 import { handleError, handleNotFound } from './errors.js';
-import { metricsPlugin } from './metrics.js';
+import { metricsPlugin, ServiceMetrics } from './metrics.js';
 import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
 import { rowRoutes } from './routes/rows.js';
@@ -58,6 +58,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     aws: config.aws,
     policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
   };
+  const metrics = new ServiceMetrics();
   const workers = new WorkerPool({
     deps: {
       catalog: store,
@@ -67,6 +68,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         annMinRows: config.annMinRows,
         retainMs: config.versionRetentionMs,
       },
+      upkeepObserver: metrics.upkeep,
       sql: {
         memoryMb: config.sqlMemoryMb,
         threads: config.sqlThreads,
@@ -93,7 +95,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(docsPlugin);
-  await app.register(metricsPlugin);
+  metrics.watchUnindexedRows(() => workers.unindexedRows());
+  await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(rateLimit, {
     global: true,

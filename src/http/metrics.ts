@@ -1,12 +1,55 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { UpkeepObserver } from '../engine/upkeep.js';
 
-/** Request count and latency by route and status, plus the process's own metrics, at `GET /metrics`. */
-export const metricsPlugin = fp(async (app: FastifyInstance) => {
-  // One registry per app: several apps (tests) in one process must not share counters.
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
+/** The service's counters, in one registry per app (several apps in one process, as in tests, must not share). */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly upkeepSeconds: Histogram<'work'>;
+  private readonly upkeepFailures: Counter;
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    this.upkeepSeconds = new Histogram({
+      name: 'strata_upkeep_duration_seconds',
+      help: 'Index upkeep steps that finished, by what they did, and how long each took',
+      labelNames: ['work'],
+      buckets: [0.01, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+      registers: [this.registry],
+    });
+    this.upkeepFailures = new Counter({
+      name: 'strata_upkeep_failures_total',
+      help: 'Index upkeep passes over a table that failed (each is tried again on the next pass)',
+      registers: [this.registry],
+    });
+  }
+
+  /** What the workers' upkeep reports into. */
+  readonly upkeep: UpkeepObserver = {
+    done: (work, seconds) => this.upkeepSeconds.observe({ work }, seconds),
+    failed: () => this.upkeepFailures.inc(),
+  };
+
+  /**
+   * Rows searches scan by brute force because no index covers them yet, read when scraped. Upkeep folds them in
+   * within a pass or two; a figure that stays up means upkeep is failing or cannot keep up with the writes.
+   */
+  watchUnindexedRows(rows: () => number): void {
+    new Gauge({
+      name: 'strata_unindexed_rows',
+      help: 'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',
+      registers: [this.registry],
+      collect() {
+        this.set(rows());
+      },
+    });
+  }
+}
+
+/** Request count and latency by route and status, plus the service's own metrics, at `GET /metrics`. */
+export const metricsPlugin = fp(async (app: FastifyInstance, { metrics }: { metrics: ServiceMetrics }) => {
+  const registry = metrics.registry;
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({
     name: 'strata_http_requests_total',
