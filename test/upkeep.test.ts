@@ -2,6 +2,7 @@ import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { warmIndexes } from '../src/engine/upkeep.js';
+import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
@@ -110,6 +111,22 @@ describe('index upkeep', () => {
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_failures_total 0$/m);
+  });
+
+  test('the power-cut check at open finds every file of every kind of index the service builds whole', async () => {
+    await eventually(
+      () => tableState(strata, 'u', 'items'),
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+      20_000,
+    );
+    const account = await strata.app.ctx.store.ensureAccount('acme');
+    const database = await strata.app.ctx.store.findDatabase(account.id, 'u');
+    const record = await strata.app.ctx.store.findTable(database?.id ?? '', 'items');
+    // Were one of Lance's files (data, FTS, IVF, BTREE, deletions) not to end as the check expects, the
+    // table's newest version would be set aside on its next opening.
+    expect(
+      await setAsideInterruptedCommits(join(strata.dataDir, 'buckets', 'u', 'tables', `${record?.tableId}.lance`)),
+    ).toBeUndefined();
   });
 
   test('warming loads every kind of index the service builds (FTS, IVF, the row key BTREE)', async () => {
