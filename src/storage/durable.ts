@@ -15,6 +15,8 @@ interface Seen {
   mtimeNs: bigint;
   files: Set<string>;
   folders: Set<string>;
+  /** Its files Lance writes again under the same name (`REWRITTEN`). */
+  rewritten: string[];
 }
 
 /** What one pass found to sync: files, then the folders read (with what they now hold). */
@@ -104,7 +106,7 @@ export class DurableFolder {
     const before = this.seen.get(dir);
     if (before !== undefined && before.mtimeNs === stat.mtimeNs && Number(stat.mtimeMs) < Date.now() - SETTLED_MS) {
       // No entry came or went: only its folders and the files Lance rewrites may hold something new.
-      for (const name of before.files) if (REWRITTEN.test(name)) found.files.push(join(dir, name));
+      for (const name of before.rewritten) found.files.push(join(dir, name));
       for (const name of before.folders) await this.find(join(dir, name), found);
       return;
     }
@@ -115,19 +117,22 @@ export class DurableFolder {
       if (gone(err)) return;
       throw err;
     }
-    const seen: Seen = { mtimeNs: stat.mtimeNs, files: new Set(), folders: new Set() };
+    const seen: Seen = { mtimeNs: stat.mtimeNs, files: new Set(), folders: new Set(), rewritten: [] };
     let gained = before === undefined;
+    // Per entry only what a folder of thousands (versions kept for minutes, one per commit) can afford.
     for (const entry of entries) {
-      const path = join(dir, entry.name);
+      const name = entry.name;
       if (entry.isDirectory()) {
-        seen.folders.add(entry.name);
-        if (before?.folders.has(entry.name) !== true) gained = true;
-        await this.find(path, found);
+        seen.folders.add(name);
+        if (before?.folders.has(name) !== true) gained = true;
+        await this.find(join(dir, name), found);
       } else if (entry.isFile()) {
-        seen.files.add(entry.name);
-        const fresh = before?.files.has(entry.name) !== true;
+        seen.files.add(name);
+        const fresh = before?.files.has(name) !== true;
         if (fresh) gained = true;
-        if (fresh || REWRITTEN.test(entry.name)) found.files.push(path);
+        const rewritten = REWRITTEN.test(name);
+        if (rewritten) seen.rewritten.push(name);
+        if (fresh || rewritten) found.files.push(join(dir, name));
       }
     }
     found.folders.push({ path: dir, seen, gained });
