@@ -237,16 +237,21 @@ export class Upkeep {
    */
   private async pruneIdle(table: TableHandle, version: number): Promise<void> {
     const id = table.record.tableId;
+    const oldest = async () => {
+      const versions = await table.lance.listVersions();
+      return versions.length > 1 ? (versions[0]?.timestamp.getTime() ?? 0) : Number.POSITIVE_INFINITY;
+    };
     let due = this.pruneAt.get(id);
     if (due?.version !== version) {
-      const versions = await table.lance.listVersions();
-      const oldest = versions.length > 1 ? (versions[0]?.timestamp.getTime() ?? 0) : Number.POSITIVE_INFINITY;
-      due = { version, at: oldest + this.options.retainMs };
+      due = { version, at: (await oldest()) + this.options.retainMs };
       this.pruneAt.set(id, due);
     }
     if (Date.now() < due.at) return;
-    this.pruneAt.delete(id);
+    const before = due.at - this.options.retainMs;
     await this.optimize(table, 'prune');
+    // A version Lance would not prune (its oldest kept is unchanged) is tried again a retention later, not every pass.
+    const after = await oldest();
+    this.pruneAt.set(id, { version, at: (after === before ? Date.now() : after) + this.options.retainMs });
   }
 
   /**
