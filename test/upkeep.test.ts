@@ -171,6 +171,47 @@ describe('index upkeep', () => {
     expect(found / 200).toBeGreaterThanOrEqual(0.9);
   });
 
+  test('with the ANN index, a narrow filter still gets every matching row it asks for, nearest first', async () => {
+    // Enough rows for more IVF partitions than a search probes at first (100k: 8 of 20 such searches came back short).
+    const rows = 100_000;
+    const wideRand = random(7);
+    const wide = Array.from({ length: rows }, () => Array.from({ length: DIM }, () => Math.fround(wideRand() * 2 - 1)));
+    await db.create({
+      table_name: 'wide',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'emb', type: 'vector', dim: DIM },
+      ],
+      indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+    });
+    // In one append, so that the index is trained on all of them (trained on fewer, it would have fewer partitions).
+    await db.append(
+      'wide',
+      wide.map((emb, id) => ({ id, emb })),
+    );
+    const query = (body: Record<string, unknown>) =>
+      api.request<{ data: (Row & { _distance: number })[] }>(
+        'POST',
+        '/v1/hybrid_search/u',
+        { table_name: 'wide', vector_field: 'emb', projection: ['id'], ...body },
+        { accept: 'application/json' },
+      );
+    await query({ vector_query: wide[0], k: 1 }); // opens the table for upkeep
+    await eventually(
+      () => tableState(strata, 'u', 'wide'),
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+      30_000,
+    );
+    const matching = [7, 20_007, 40_007, 60_007, 80_007];
+    for (let q = 0; q < 20; q++) {
+      const res = await query({ vector_query: wide[q * 37], k: 5, filter: 'id % 20000 = 7' });
+      const hits = res.json.data;
+      expect(hits.map((h) => Number(h.id)).sort((a, b) => a - b)).toEqual(matching);
+      const distances = hits.map((h) => h._distance);
+      expect(distances).toEqual([...distances].sort((a, b) => a - b));
+    }
+  }, 60_000);
+
   test('an ANN index that outgrew the rows it was trained on is trained again, into one segment', async () => {
     await db.create({
       table_name: 'grown',

@@ -77,6 +77,12 @@ const ALL_ROWS = 1_000_000_000;
 export const NPROBES = 20;
 
 /**
+ * The most partitions a vector leg probes when the first `NPROBES` held too few rows (all of them; Lance stops once
+ * it has enough). At 1.2M rows, a filter matching 12 rows left a k = 10 leg a median 1 row with `NPROBES` alone.
+ */
+const ALL_PARTITIONS = 1_000_000;
+
+/**
  * Candidates an ANN-served vector leg re-ranks by exact distance, at least. A vector leg alone reads only
  * k + 1 rows, and re-ranking only those leaves recall to RQ's coarse distances. 1.1M × 384, k = 10 (11 rows
  * read), 200 queries: refineFactor 1 → recall@10 0.973, 2 → 0.994, 3 → 0.994, at 5.2–5.4 ms p50 each.
@@ -347,7 +353,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    const read = (limit: number) => {
+    const ann = table.ann.has(vector.field);
+    const search = (limit: number, wide: boolean) => {
       let q = table.lance
         .vectorSearch(vector.query)
         .column(vector.field)
@@ -355,9 +362,19 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
         .select(both ? ['_distance'] : carried)
         .limit(limit);
       if (both) q = q.withRowId();
-      if (table.ann.has(vector.field)) q = q.nprobes(NPROBES).refineFactor(refineFactorFor(limit));
+      if (ann) {
+        q = wide ? q.minimumNprobes(NPROBES).maximumNprobes(ALL_PARTITIONS) : q.nprobes(NPROBES);
+        q = q.refineFactor(refineFactorFor(limit));
+      }
       if (filter !== undefined) q = q.where(filter);
       return readingFilter(() => q.toArrow());
+    };
+    // The partitions probed can hold fewer rows than asked for that pass a narrow filter (or were not deleted):
+    // then more are searched, only as many as it takes. Not from the start: that mode measured 16.7 ms against
+    // 5.5 for an unfiltered leg at 1.2M rows, even when the first partitions were enough.
+    const read = async (limit: number) => {
+      const hits = await search(limit, false);
+      return ann && hits.numRows < limit ? search(limit, true) : hits;
     };
     const distances = (t: Table) => numbersOf(t, '_distance').map(CANONICAL[vector.metric]);
     // Distances rarely tie: one row past the window shows whether they do.
