@@ -16,7 +16,10 @@ export interface EngineLog {
   warn(details: object, message: string): void;
 }
 
-/** What an upkeep commit did: fold rows into the indexes (and compact, and prune), prune an idle table, or train an ANN index. */
+/**
+ * What an upkeep step did: fold new rows into the indexes (compacting and pruning with it), prune an idle table,
+ * or train an ANN index.
+ */
 export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
 
 /** Told of upkeep's work as it happens (the service counts it for `/metrics`). */
