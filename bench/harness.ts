@@ -19,6 +19,8 @@ export interface Server {
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   rssMb(): Promise<number>;
+  /** Resolves once upkeep has calibrated `count` ANN indexes since the server started; the seconds it waited. */
+  untilCalibrated(count?: number): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -72,6 +74,17 @@ export async function startServer(
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
+    },
+    // Calibration commits nothing, so `untilIndexed` cannot see it, and its exact scans would share the machine
+    // with whatever is measured next.
+    async untilCalibrated(count = 1) {
+      const start = Date.now();
+      const pattern = /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} (\d+)$/m;
+      for (;;) {
+        const metrics = await (await fetch(`${url}/metrics`)).text();
+        if (Number(pattern.exec(metrics)?.[1] ?? 0) >= count) return (Date.now() - start) / 1000;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
     },
     async stop() {
       agent.destroy();

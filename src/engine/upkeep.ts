@@ -1,5 +1,6 @@
-import { Index, type IndexConfig, type Table as LanceTable } from '@lancedb/lancedb';
-import { type Metric, ROW_KEY } from './schema.js';
+import type { IndexConfig, Table as LanceTable } from '@lancedb/lancedb';
+import { annColumns, annIndex, calibrateRefined, DEFAULT_REFINED, isAnn, TARGET_RECALL } from './ann.js';
+import { ROW_KEY } from './schema.js';
 import type { TableHandle, Tables } from './tables.js';
 
 export interface UpkeepOptions {
@@ -18,9 +19,9 @@ export interface EngineLog {
 
 /**
  * What an upkeep step did: fold new rows into the indexes (compacting and pruning with it), prune an idle table,
- * or train an ANN index.
+ * train an ANN index, or measure how many candidates its searches must re-rank.
  */
-export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
+export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain' | 'ann_calibrate';
 
 /** Told of upkeep's work as it happens (the service counts it for `/metrics`). */
 export interface UpkeepObserver {
@@ -50,20 +51,6 @@ const SMALL_FRAGMENTS_TO_COMPACT = 32;
 export const MAX_ANN_SEGMENTS = 4;
 const ANN_REGROWTH = 4;
 
-/** The metric each declared index trains with; it must match the one queries use. */
-export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
-  cosine: 'cosine',
-  l2sq: 'l2',
-  negdot: 'dot',
-};
-
-const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
-
-/** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
-export function annColumns(indices: readonly IndexConfig[]): Set<string> {
-  return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
-}
-
 /**
  * Loads every index of a table into Lance's cache. Lance otherwise reads index pieces as queries first touch
  * them: at 1.1M rows the first dozen hybrid queries after opening took 24–55 ms in process, against 7–15 ms
@@ -72,9 +59,6 @@ export function annColumns(indices: readonly IndexConfig[]): Set<string> {
 export async function warmIndexes(lance: LanceTable): Promise<void> {
   for (const index of await lance.listIndices()) await lance.prewarmIndex(index.name);
 }
-
-/** IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts). */
-const annIndex = (metric: Metric) => Index.ivfRq({ distanceType: LANCE_METRIC[metric], numBits: 4 });
 
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows
@@ -97,6 +81,8 @@ export class Upkeep {
   private readonly tidied = new Map<string, number>();
   /** Rows each ANN index (by table and column) was last trained on, as far as this process knows. */
   private readonly trainedRows = new Map<string, number>();
+  /** ANN indexes (by table and column) whose candidates to re-rank this process has measured since they were trained. */
+  private readonly calibrated = new Set<string>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
   /** When a settled table's oldest kept version passes the retention, by the version that was worked out at. */
@@ -174,8 +160,9 @@ export class Upkeep {
       for (const vector of missing) {
         const config = annIndex(vector.metric);
         if (await this.commit(table, 'ann_build', () => table.lance.createIndex(vector.column, { config }))) {
-          table.ann.add(vector.column);
+          table.ann.set(vector.column, DEFAULT_REFINED);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
+          this.calibrated.delete(`${id}/${vector.column}`);
           reindexed = true;
         }
       }
@@ -210,13 +197,45 @@ export class Upkeep {
         await table.rowKeys.warm();
         reindexed = true;
       }
-    } else if (!keysBehind && !needsAnn) {
+    } else if (!keysBehind && !needsAnn && this.uncalibrated(table).length === 0) {
       this.settled.set(id, version);
     }
     if (reindexed) {
       await warmIndexes(table.lance).catch((err: unknown) => {
         this.log.warn({ err }, 'warming indexes after upkeep failed; queries load them as they go');
       });
+    }
+    // Last: folding fresh rows in matters more to searches than the few candidates calibration may add.
+    await this.calibrate(table);
+  }
+
+  /** The vector columns of a table whose ANN index this process has not calibrated since it was trained. */
+  private uncalibrated(table: TableHandle): string[] {
+    const id = table.record.tableId;
+    return [...table.ann.keys()].filter((column) => !this.calibrated.has(`${id}/${column}`));
+  }
+
+  /**
+   * Measures how many candidates each ANN index of the table must re-rank for the recall sought
+   * (`calibrateRefined`), once per training in this process; searches re-rank `DEFAULT_REFINED` until then.
+   * It runs ~10 exact searches: at 1.2M × 384, 5.6 s once.
+   */
+  private async calibrate(table: TableHandle): Promise<void> {
+    for (const column of this.uncalibrated(table)) {
+      const metric = table.indexes.vector.find((v) => v.column === column)?.metric;
+      if (metric === undefined) continue;
+      const started = performance.now();
+      const result = await calibrateRefined(table.lance, column, metric);
+      this.calibrated.add(`${table.record.tableId}/${column}`);
+      if (result === undefined) continue;
+      table.ann.set(column, result.refined);
+      this.observer.done('ann_calibrate', (performance.now() - started) / 1000);
+      if (result.recall < TARGET_RECALL) {
+        this.log.warn(
+          { table: table.record.tableId, column, ...result },
+          'the ANN index stays below the recall sought even with the most candidates re-ranked',
+        );
+      }
     }
   }
 
@@ -277,6 +296,7 @@ export class Upkeep {
       const retrain = () => table.lance.createIndex(vector.column, { config, replace: true });
       if (await this.commit(table, 'ann_retrain', retrain)) {
         this.trainedRows.set(key, rows);
+        this.calibrated.delete(key);
         retrained = true;
       }
     }
