@@ -19,8 +19,8 @@ export interface Server {
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   rssMb(): Promise<number>;
-  /** Resolves once upkeep has calibrated `count` ANN indexes since the server started; the seconds it waited. */
-  untilCalibrated(count?: number): Promise<number>;
+  /** Resolves once upkeep has calibrated every ANN index it knows of (at least one); the seconds it waited. */
+  untilCalibrated(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -77,12 +77,15 @@ export async function startServer(
     },
     // Calibration commits nothing, so `untilIndexed` cannot see it, and its exact scans would share the machine
     // with whatever is measured next.
-    async untilCalibrated(count = 1) {
+    async untilCalibrated() {
       const start = Date.now();
-      const pattern = /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} (\d+)$/m;
+      const done = /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} (\d+)$/m;
+      const pending = /^strata_ann_uncalibrated_indexes (\d+)$/m;
       for (;;) {
         const metrics = await (await fetch(`${url}/metrics`)).text();
-        if (Number(pattern.exec(metrics)?.[1] ?? 0) >= count) return (Date.now() - start) / 1000;
+        if (Number(done.exec(metrics)?.[1] ?? 0) >= 1 && Number(pending.exec(metrics)?.[1] ?? 1) === 0) {
+          return (Date.now() - start) / 1000;
+        }
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
     },

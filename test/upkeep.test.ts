@@ -117,11 +117,16 @@ describe('index upkeep', () => {
     );
     const metrics = await eventually(
       () => metricsOf(strata),
-      (m) => m.includes('strata_unindexed_rows 0'),
+      (m) =>
+        m.includes('strata_unindexed_rows 0') &&
+        /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} [1-9]/m.test(m),
+      20_000,
     );
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_failures_total 0$/m);
+    expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} [1-9]/m);
+    expect(metrics).toMatch(/^strata_ann_uncalibrated_indexes 0$/m);
   });
 
   test('the power-cut check at open finds every file of every kind of index the service builds whole', async () => {

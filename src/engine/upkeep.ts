@@ -1,7 +1,7 @@
 import type { IndexConfig, Table as LanceTable } from '@lancedb/lancedb';
 import { annColumns, annIndex, calibrateRefined, DEFAULT_REFINED, isAnn, TARGET_RECALL } from './ann.js';
 import { ROW_KEY } from './schema.js';
-import type { TableHandle, Tables } from './tables.js';
+import { closeHandle, type TableHandle, type Tables } from './tables.js';
 
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
@@ -83,6 +83,8 @@ export class Upkeep {
   private readonly trainedRows = new Map<string, number>();
   /** ANN indexes (by table and column) whose candidates to re-rank this process has measured since they were trained. */
   private readonly calibrated = new Set<string>();
+  /** ANN indexes of each open table not calibrated yet, as the last pass left them. */
+  private readonly toCalibrate = new Map<string, number>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
   /** When a settled table's oldest kept version passes the retention, by the version that was worked out at. */
@@ -105,6 +107,13 @@ export class Upkeep {
     let rows = 0;
     for (const n of this.behind.values()) rows += n;
     return rows;
+  }
+
+  /** ANN indexes of this database's open tables that upkeep has yet to calibrate (searches use the default). */
+  uncalibratedIndexes(): number {
+    let indexes = 0;
+    for (const n of this.toCalibrate.values()) indexes += n;
+    return indexes;
   }
 
   start(): void {
@@ -134,7 +143,9 @@ export class Upkeep {
         this.log.warn({ err }, 'index upkeep failed; retrying on the next pass');
       }
     }
-    for (const id of this.behind.keys()) if (!open.has(id)) this.behind.delete(id);
+    for (const gauge of [this.behind, this.toCalibrate]) {
+      for (const id of gauge.keys()) if (!open.has(id)) gauge.delete(id);
+    }
   }
 
   private async upkeep(table: TableHandle): Promise<void> {
@@ -169,6 +180,7 @@ export class Upkeep {
     } else {
       reindexed = await this.retrainOutgrown(table, indices);
     }
+    this.toCalibrate.set(id, this.uncalibrated(table).length);
     let searchBehind = 0;
     let keysBehind = false;
     for (const index of await table.lance.listIndices()) {
@@ -221,21 +233,32 @@ export class Upkeep {
    * It runs ~10 exact searches: at 1.2M × 384, 5.6 s once.
    */
   private async calibrate(table: TableHandle): Promise<void> {
-    for (const column of this.uncalibrated(table)) {
-      const metric = table.indexes.vector.find((v) => v.column === column)?.metric;
-      if (metric === undefined) continue;
-      const started = performance.now();
-      const result = await calibrateRefined(table.lance, column, metric);
-      this.calibrated.add(`${table.record.tableId}/${column}`);
-      if (result === undefined) continue;
-      table.ann.set(column, result.refined);
-      this.observer.done('ann_calibrate', (performance.now() - started) / 1000);
-      if (result.recall < TARGET_RECALL) {
-        this.log.warn(
-          { table: table.record.tableId, column, ...result },
-          'the ANN index stays below the recall sought even with the most candidates re-ranked',
-        );
+    const id = table.record.tableId;
+    const columns = this.uncalibrated(table);
+    this.toCalibrate.set(id, columns.length);
+    if (columns.length === 0) return;
+    // At one version: the table may be growing meanwhile.
+    const pinned = await this.tables.snapshot(table.record, await table.lance.version());
+    try {
+      for (const column of columns) {
+        const metric = table.indexes.vector.find((v) => v.column === column)?.metric;
+        if (metric === undefined) continue;
+        const started = performance.now();
+        const result = await calibrateRefined(pinned, column, metric);
+        this.calibrated.add(`${id}/${column}`);
+        this.toCalibrate.set(id, this.uncalibrated(table).length);
+        if (result === undefined) continue;
+        table.ann.set(column, result.refined);
+        this.observer.done('ann_calibrate', (performance.now() - started) / 1000);
+        if (result.recall < TARGET_RECALL) {
+          this.log.warn(
+            { table: id, column, ...result },
+            'the ANN index stays below the recall sought even with the most candidates re-ranked',
+          );
+        }
       }
+    } finally {
+      closeHandle(pinned);
     }
   }
 
