@@ -19,8 +19,6 @@ export interface Server {
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   rssMb(): Promise<number>;
-  /** Resolves once upkeep has calibrated every ANN index it knows of (at least one); the seconds it waited. */
-  untilCalibrated(): Promise<number>;
   stop(): Promise<void>;
 }
 
@@ -74,20 +72,6 @@ export async function startServer(
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
-    },
-    // Calibration commits nothing, so `untilIndexed` cannot see it, and its exact scans would share the machine
-    // with whatever is measured next.
-    async untilCalibrated() {
-      const start = Date.now();
-      const done = /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} (\d+)$/m;
-      const pending = /^strata_ann_uncalibrated_indexes (\d+)$/m;
-      for (;;) {
-        const metrics = await (await fetch(`${url}/metrics`)).text();
-        if (Number(done.exec(metrics)?.[1] ?? 0) >= 1 && Number(pending.exec(metrics)?.[1] ?? 1) === 0) {
-          return (Date.now() - start) / 1000;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 250));
-      }
     },
     async stop() {
       agent.destroy();

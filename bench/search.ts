@@ -11,8 +11,7 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { NPROBES, refineFactorFor } from '../src/engine/ann.js';
-import { firstTextRead } from '../src/engine/search.js';
+import { firstTextRead, NPROBES, refineFactorFor } from '../src/engine/search.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
@@ -243,11 +242,8 @@ async function main(): Promise<void> {
   // A query opens the table, which hands it to the worker's upkeep.
   await server.post('/v1/count/bench', JSON.stringify({ table_name: 'docs', field_name: 'body', query: 'x' }));
   const settleSeconds = await untilIndexed(dataDir, 'bench', true);
-  const calibrateSeconds = await server.untilCalibrated();
   const { lance, close } = await dataset(dataDir);
-  console.log(
-    `indexes built and caught up in ${settleSeconds.toFixed(1)} s, calibrated ${calibrateSeconds.toFixed(1)} s later`,
-  );
+  console.log(`indexes built and caught up in ${settleSeconds.toFixed(1)} s`);
 
   const versionsBefore = await tableVersions(dataDir, 'bench');
   const { http, inProcess } = await measure(
@@ -296,7 +292,6 @@ async function main(): Promise<void> {
   server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '1000' }, { build: false, secret: server.secret });
   await server.post('/v1/count/bench', JSON.stringify({ table_name: 'docs', field_name: 'body', query: 'x' }));
   const foldSeconds = await untilIndexed(dataDir, 'bench', true);
-  await server.untilCalibrated(); // a restarted server measures its ANN index again, after the fold
   console.log(`the fresh ${extra} rows folded in ${foldSeconds.toFixed(1)} s`);
   const { http: httpFolded } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
 
@@ -307,7 +302,6 @@ async function main(): Promise<void> {
     load_seconds: Number(loadSeconds.toFixed(1)),
     load_rows_per_s: Math.round(ROWS / loadSeconds),
     index_build_and_upkeep_seconds: Number(settleSeconds.toFixed(1)),
-    ann_calibration_seconds: Number(calibrateSeconds.toFixed(1)),
     upkeep_committed_during_measurement: upkeepDuringMeasurement,
     http_ms: summarize(http),
     in_process_ms: summarize(inProcess),

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { warmIndexes } from '../src/engine/upkeep.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
-import { capturedLogs } from './support/logs.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
@@ -14,11 +13,14 @@ let db: ReturnType<typeof tablesOf>;
 const DIM = 8;
 const ROWS = 1200;
 
+/** mulberry32: a float multiply in a 32-bit LCG loses bits past 2^53 and repeats vectors (ties by the dozen). */
 function random(seed: number): () => number {
-  let a = seed;
+  let a = seed >>> 0;
   return () => {
-    a = (a * 1103515245 + 12345) >>> 0;
-    return a / 4294967296;
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
 const rand = random(99);
@@ -84,17 +86,6 @@ async function tableState(server: TestServer, database: string, name: string) {
   }
 }
 
-/** Uniform noise: the hardest vectors for RQ's coarse distances (recall@10 0.29 with 32 candidates re-ranked). */
-const wideRand = random(7);
-const wide = Array.from({ length: 100_000 }, () => Array.from({ length: DIM }, () => Math.fround(wideRand() * 2 - 1)));
-const searchWide = (body: Record<string, unknown>) =>
-  api.request<{ data: (Row & { _distance: number })[] }>(
-    'POST',
-    '/v1/hybrid_search/u',
-    { table_name: 'wide', vector_field: 'emb', projection: ['id'], ...body },
-    { accept: 'application/json' },
-  );
-
 describe('index upkeep', () => {
   test('builds the ANN index once the table outgrows the exact scan, and folds new rows into every index', async () => {
     await search({ vector_field: 'emb', vector_query: vectors[0], k: 1 }); // opens the table for upkeep
@@ -118,16 +109,11 @@ describe('index upkeep', () => {
     );
     const metrics = await eventually(
       () => metricsOf(strata),
-      (m) =>
-        m.includes('strata_unindexed_rows 0') &&
-        /^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} [1-9]/m.test(m),
-      20_000,
+      (m) => m.includes('strata_unindexed_rows 0'),
     );
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m);
     expect(metrics).toMatch(/^strata_upkeep_failures_total 0$/m);
-    expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_calibrate"\} [1-9]/m);
-    expect(metrics).toMatch(/^strata_ann_uncalibrated_indexes 0$/m);
   });
 
   test('the power-cut check at open finds every file of every kind of index the service builds whole', async () => {
@@ -189,7 +175,10 @@ describe('index upkeep', () => {
   });
 
   test('with the ANN index, a narrow filter still gets every matching row it asks for, nearest first', async () => {
-    // Enough rows for more IVF partitions than a search probes at first (100k: 8 of 20 such searches came back short).
+    // Enough rows for more IVF partitions than a search probes at first: without searching on, 4 of the 5 came back.
+    const rows = 100_000;
+    const wideRand = random(7);
+    const wide = Array.from({ length: rows }, () => Array.from({ length: DIM }, () => Math.fround(wideRand() * 2 - 1)));
     await db.create({
       table_name: 'wide',
       schema: [
@@ -203,7 +192,14 @@ describe('index upkeep', () => {
       'wide',
       wide.map((emb, id) => ({ id, emb })),
     );
-    await searchWide({ vector_query: wide[0], k: 1 }); // opens the table for upkeep
+    const query = (body: Record<string, unknown>) =>
+      api.request<{ data: (Row & { _distance: number })[] }>(
+        'POST',
+        '/v1/hybrid_search/u',
+        { table_name: 'wide', vector_field: 'emb', projection: ['id'], ...body },
+        { accept: 'application/json' },
+      );
+    await query({ vector_query: wide[0], k: 1 }); // opens the table for upkeep
     await eventually(
       () => tableState(strata, 'u', 'wide'),
       (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
@@ -211,44 +207,12 @@ describe('index upkeep', () => {
     );
     const matching = [7, 20_007, 40_007, 60_007, 80_007];
     for (let q = 0; q < 20; q++) {
-      const res = await searchWide({ vector_query: wide[q * 37], k: 5, filter: 'id % 20000 = 7' });
+      const res = await query({ vector_query: wide[q * 37], k: 5, filter: 'id % 20000 = 7' });
       const hits = res.json.data;
       expect(hits.map((h) => Number(h.id)).sort((a, b) => a - b)).toEqual(matching);
       const distances = hits.map((h) => h._distance);
       expect(distances).toEqual([...distances].sort((a, b) => a - b));
     }
-  }, 60_000);
-
-  test('with the ANN index, upkeep re-ranks as many candidates as the data needs: recall@10 ≥ 0.95 on uniform noise', async () => {
-    const recall = async () => {
-      let found = 0;
-      for (let q = 0; q < 20; q++) {
-        const query = wide[q * 41 + 3] as number[];
-        const exact = wide
-          .map((v, id) => ({ id, d: v.reduce((s, x, i) => s + (x - (query[i] ?? 0)) ** 2, 0) }))
-          .sort((a, b) => a.d - b.d || a.id - b.id)
-          .slice(0, 10)
-          .map((e) => e.id);
-        const got = (await searchWide({ vector_query: query, k: 10 })).json.data.map((h) => Number(h.id));
-        found += got.filter((id) => exact.includes(id)).length;
-      }
-      return found / 200;
-    };
-    // Calibration follows the index build (the test above waited for that) in the same pass.
-    const refined = async () => {
-      const account = await strata.app.ctx.store.ensureAccount('acme');
-      const database = await strata.app.ctx.store.findDatabase(account.id, 'u');
-      const lease = strata.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
-      try {
-        return (await lease?.worker.tables.get('wide'))?.ann.get('emb');
-      } finally {
-        lease?.release();
-      }
-    };
-    const candidates = await eventually(refined, (n) => n !== undefined && n > 32, 30_000);
-    const upkeepLogs = capturedLogs().filter((line) => /upkeep|ANN/.test(line));
-    expect(candidates, `candidates re-ranked; upkeep said: ${upkeepLogs.join('\n')}`).toBeGreaterThan(32);
-    expect(await recall()).toBeGreaterThanOrEqual(0.95);
   }, 60_000);
 
   test('an ANN index that outgrew the rows it was trained on is trained again, into one segment', async () => {

@@ -6,7 +6,6 @@ import { BadRequest, Conflict, NotFound } from '../errors.js';
 import { DurableFolder } from '../storage/durable.js';
 import { setAsideInterruptedCommits } from '../storage/interrupted.js';
 import type { LanceLocation } from '../storage/lance.js';
-import { annColumns, DEFAULT_REFINED } from './ann.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
 import { RowKeys } from './row-keys.js';
@@ -25,7 +24,7 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
-import { type EngineLog, warmIndexes } from './upkeep.js';
+import { annColumns, type EngineLog, warmIndexes } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -48,11 +47,8 @@ export interface TableHandle {
   indexes: TableIndexes;
   lance: LanceTable;
   writes: Serial;
-  /**
-   * Vector columns whose ANN index exists, with how many candidates their searches re-rank by exact distance
-   * (`DEFAULT_REFINED` until upkeep has measured what the index needs).
-   */
-  ann: Map<string, number>;
+  /** Vector columns whose ANN index exists: their searches set nprobes and refine. */
+  ann: Set<string>;
   /** What each version this worker saw committed did to the rows (SQL reloads only what changed). */
   changes: TableChanges;
   /** Row keys by Lance row id, for search legs that read only row ids. */
@@ -270,7 +266,7 @@ export class Tables {
           indexes: JSON.parse(record.indexes) as TableIndexes,
           lance,
           writes: new Serial(),
-          ann: new Map([...annColumns(await lance.listIndices())].map((column) => [column, DEFAULT_REFINED])),
+          ann: annColumns(await lance.listIndices()),
           changes: new TableChanges(),
           rowKeys: new RowKeys(lance),
           folder: this.durableFolder(record.tableId),

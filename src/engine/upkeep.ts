@@ -1,7 +1,6 @@
-import type { IndexConfig, Table as LanceTable } from '@lancedb/lancedb';
-import { annColumns, annIndex, calibrateRefined, DEFAULT_REFINED, isAnn, TARGET_RECALL } from './ann.js';
-import { ROW_KEY } from './schema.js';
-import { closeHandle, type TableHandle, type Tables } from './tables.js';
+import { Index, type IndexConfig, type Table as LanceTable } from '@lancedb/lancedb';
+import { type Metric, ROW_KEY } from './schema.js';
+import type { TableHandle, Tables } from './tables.js';
 
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
@@ -19,9 +18,9 @@ export interface EngineLog {
 
 /**
  * What an upkeep step did: fold new rows into the indexes (compacting and pruning with it), prune an idle table,
- * train an ANN index, or measure how many candidates its searches must re-rank.
+ * or train an ANN index.
  */
-export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain' | 'ann_calibrate';
+export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
 
 /** Told of upkeep's work as it happens (the service counts it for `/metrics`). */
 export interface UpkeepObserver {
@@ -51,6 +50,20 @@ const SMALL_FRAGMENTS_TO_COMPACT = 32;
 export const MAX_ANN_SEGMENTS = 4;
 const ANN_REGROWTH = 4;
 
+/** The metric each declared index trains with; it must match the one queries use. */
+export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
+  cosine: 'cosine',
+  l2sq: 'l2',
+  negdot: 'dot',
+};
+
+const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
+
+/** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
+export function annColumns(indices: readonly IndexConfig[]): Set<string> {
+  return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
+}
+
 /**
  * Loads every index of a table into Lance's cache. Lance otherwise reads index pieces as queries first touch
  * them: at 1.1M rows the first dozen hybrid queries after opening took 24–55 ms in process, against 7–15 ms
@@ -59,6 +72,9 @@ const ANN_REGROWTH = 4;
 export async function warmIndexes(lance: LanceTable): Promise<void> {
   for (const index of await lance.listIndices()) await lance.prewarmIndex(index.name);
 }
+
+/** IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts). */
+const annIndex = (metric: Metric) => Index.ivfRq({ distanceType: LANCE_METRIC[metric], numBits: 4 });
 
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows
@@ -81,10 +97,6 @@ export class Upkeep {
   private readonly tidied = new Map<string, number>();
   /** Rows each ANN index (by table and column) was last trained on, as far as this process knows. */
   private readonly trainedRows = new Map<string, number>();
-  /** ANN indexes (by table and column) whose candidates to re-rank this process has measured since they were trained. */
-  private readonly calibrated = new Set<string>();
-  /** ANN indexes of each open table not calibrated yet, as the last pass left them. */
-  private readonly toCalibrate = new Map<string, number>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
   /** When a settled table's oldest kept version passes the retention, by the version that was worked out at. */
@@ -107,13 +119,6 @@ export class Upkeep {
     let rows = 0;
     for (const n of this.behind.values()) rows += n;
     return rows;
-  }
-
-  /** ANN indexes of this database's open tables that upkeep has yet to calibrate (searches use the default). */
-  uncalibratedIndexes(): number {
-    let indexes = 0;
-    for (const n of this.toCalibrate.values()) indexes += n;
-    return indexes;
   }
 
   start(): void {
@@ -143,9 +148,7 @@ export class Upkeep {
         this.log.warn({ err }, 'index upkeep failed; retrying on the next pass');
       }
     }
-    for (const gauge of [this.behind, this.toCalibrate]) {
-      for (const id of gauge.keys()) if (!open.has(id)) gauge.delete(id);
-    }
+    for (const id of this.behind.keys()) if (!open.has(id)) this.behind.delete(id);
   }
 
   private async upkeep(table: TableHandle): Promise<void> {
@@ -171,16 +174,14 @@ export class Upkeep {
       for (const vector of missing) {
         const config = annIndex(vector.metric);
         if (await this.commit(table, 'ann_build', () => table.lance.createIndex(vector.column, { config }))) {
-          table.ann.set(vector.column, DEFAULT_REFINED);
+          table.ann.add(vector.column);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
-          this.calibrated.delete(`${id}/${vector.column}`);
           reindexed = true;
         }
       }
     } else {
       reindexed = await this.retrainOutgrown(table, indices);
     }
-    this.toCalibrate.set(id, this.uncalibrated(table).length);
     let searchBehind = 0;
     let keysBehind = false;
     for (const index of await table.lance.listIndices()) {
@@ -209,56 +210,13 @@ export class Upkeep {
         await table.rowKeys.warm();
         reindexed = true;
       }
-    } else if (!keysBehind && !needsAnn && this.uncalibrated(table).length === 0) {
+    } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
     }
     if (reindexed) {
       await warmIndexes(table.lance).catch((err: unknown) => {
         this.log.warn({ err }, 'warming indexes after upkeep failed; queries load them as they go');
       });
-    }
-    // Last: folding fresh rows in matters more to searches than the few candidates calibration may add.
-    await this.calibrate(table);
-  }
-
-  /** The vector columns of a table whose ANN index this process has not calibrated since it was trained. */
-  private uncalibrated(table: TableHandle): string[] {
-    const id = table.record.tableId;
-    return [...table.ann.keys()].filter((column) => !this.calibrated.has(`${id}/${column}`));
-  }
-
-  /**
-   * Measures how many candidates each ANN index of the table must re-rank for the recall sought
-   * (`calibrateRefined`), once per training in this process; searches re-rank `DEFAULT_REFINED` until then.
-   * It runs ~10 exact searches: at 1.2M × 384, 5.6 s once.
-   */
-  private async calibrate(table: TableHandle): Promise<void> {
-    const id = table.record.tableId;
-    const columns = this.uncalibrated(table);
-    this.toCalibrate.set(id, columns.length);
-    if (columns.length === 0) return;
-    // At one version: the table may be growing meanwhile.
-    const pinned = await this.tables.snapshot(table.record, await table.lance.version());
-    try {
-      for (const column of columns) {
-        const metric = table.indexes.vector.find((v) => v.column === column)?.metric;
-        if (metric === undefined) continue;
-        const started = performance.now();
-        const result = await calibrateRefined(pinned, column, metric);
-        this.calibrated.add(`${id}/${column}`);
-        this.toCalibrate.set(id, this.uncalibrated(table).length);
-        if (result === undefined) continue;
-        table.ann.set(column, result.refined);
-        this.observer.done('ann_calibrate', (performance.now() - started) / 1000);
-        if (result.recall < TARGET_RECALL) {
-          this.log.warn(
-            { table: id, column, ...result },
-            'the ANN index stays below the recall sought even with the most candidates re-ranked',
-          );
-        }
-      }
-    } finally {
-      closeHandle(pinned);
     }
   }
 
@@ -319,7 +277,6 @@ export class Upkeep {
       const retrain = () => table.lance.createIndex(vector.column, { config, replace: true });
       if (await this.commit(table, 'ann_retrain', retrain)) {
         this.trainedRows.set(key, rows);
-        this.calibrated.delete(key);
         retrained = true;
       }
     }

@@ -202,13 +202,6 @@ export class WorkerPool {
     return rows;
   }
 
-  /** ANN indexes of every placed worker's open tables that upkeep has yet to calibrate. */
-  uncalibratedIndexes(): number {
-    let indexes = 0;
-    for (const worker of this.workers.values()) indexes += worker.upkeep.uncalibratedIndexes();
-    return indexes;
-  }
-
   start(): void {
     const every = Math.max(50, Math.min(this.options.idleMs, 60_000) / 2);
     this.sweeper = setInterval(() => void this.sweep(), every);

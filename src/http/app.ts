@@ -96,7 +96,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(docsPlugin);
   metrics.watchUnindexedRows(() => workers.unindexedRows());
-  metrics.watchUncalibratedIndexes(() => workers.uncalibratedIndexes());
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(rateLimit, {

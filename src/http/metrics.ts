@@ -36,30 +36,12 @@ export class ServiceMetrics {
    * within a pass or two; a figure that stays up means upkeep is failing or cannot keep up with the writes.
    */
   watchUnindexedRows(rows: () => number): void {
-    this.gauge(
-      'strata_unindexed_rows',
-      'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',
-      rows,
-    );
-  }
-
-  /** ANN indexes whose candidates to re-rank upkeep has yet to measure (their searches use the default). */
-  watchUncalibratedIndexes(indexes: () => number): void {
-    this.gauge(
-      'strata_ann_uncalibrated_indexes',
-      'ANN indexes of open tables that upkeep has not calibrated yet (their searches re-rank the default 32 candidates)',
-      indexes,
-    );
-  }
-
-  /** A gauge whose value is read when scraped. */
-  private gauge(name: string, help: string, read: () => number): void {
     new Gauge({
-      name,
-      help,
+      name: 'strata_unindexed_rows',
+      help: 'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',
       registers: [this.registry],
       collect() {
-        this.set(read());
+        this.set(rows());
       },
     });
   }
