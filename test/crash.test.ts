@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import { afterAll, expect, test } from 'vitest';
+import { rng } from '../bench/corpus.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
 import { SqliteControlStore } from '../src/control/sqlite.js';
 import { rememberSecret } from './support/logs.js';
@@ -22,17 +23,6 @@ afterAll(() => {
   child?.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
 });
-
-/** A small seeded generator, so a failing run can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 async function start(): Promise<string> {
   const port = await freePort();
@@ -84,7 +74,7 @@ async function bucketRows(): Promise<{ grp: number; gen: number }[]> {
 
 test(`updates killed with SIGKILL ${KILLS} times leave every row set wholly old or wholly new, losing no acknowledged write`, async () => {
   rememberSecret(KEY);
-  const rand = random(20261123);
+  const rand = rng(20261123);
   let url = await start();
   const setup = client(url, `Bearer ${KEY}`);
   await activeLocalDatabase(setup, 'crash');

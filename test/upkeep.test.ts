@@ -1,6 +1,7 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { rng } from '../bench/corpus.js';
 import { warmIndexes } from '../src/engine/upkeep.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
@@ -13,17 +14,7 @@ let db: ReturnType<typeof tablesOf>;
 const DIM = 8;
 const ROWS = 1200;
 
-/** mulberry32: a float multiply in a 32-bit LCG loses bits past 2^53 and repeats vectors (ties by the dozen). */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-const rand = random(99);
+const rand = rng(99);
 const vectors = Array.from({ length: ROWS }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
 
 beforeAll(async () => {
@@ -177,7 +168,7 @@ describe('index upkeep', () => {
   test('with the ANN index, a narrow filter still gets every matching row it asks for, nearest first', async () => {
     // Enough rows for more IVF partitions than a search probes at first: without searching on, 4 of the 5 came back.
     const rows = 100_000;
-    const wideRand = random(7);
+    const wideRand = rng(7);
     const wide = Array.from({ length: rows }, () => Array.from({ length: DIM }, () => Math.fround(wideRand() * 2 - 1)));
     await db.create({
       table_name: 'wide',

@@ -99,8 +99,11 @@ export class Upkeep {
   private readonly trainedRows = new Map<string, number>();
   /** The version of each table the previous pass saw: the same version again means writes paused. */
   private readonly seen = new Map<string, number>();
-  /** When a settled table's oldest kept version passes the retention, by the version that was worked out at. */
-  private readonly pruneAt = new Map<string, { version: number; at: number }>();
+  /**
+   * For each settled table, by the version it was worked out at: the time of its oldest kept version, and when the
+   * next prune is due.
+   */
+  private readonly pruneAt = new Map<string, { version: number; oldest: number; at: number }>();
   /** Rows of each open table that a search index does not cover yet, as the last pass found them. */
   private readonly behind = new Map<string, number>();
 
@@ -246,15 +249,16 @@ export class Upkeep {
     };
     let due = this.pruneAt.get(id);
     if (due?.version !== version) {
-      due = { version, at: (await oldest()) + this.options.retainMs };
+      const first = await oldest();
+      due = { version, oldest: first, at: first + this.options.retainMs };
       this.pruneAt.set(id, due);
     }
     if (Date.now() < due.at) return;
-    const before = due.at - this.options.retainMs;
     await this.optimize(table, 'prune');
     // A version Lance would not prune (its oldest kept is unchanged) is tried again a retention later, not every pass.
     const after = await oldest();
-    this.pruneAt.set(id, { version, at: (after === before ? Date.now() : after) + this.options.retainMs });
+    const next = (after === due.oldest ? Date.now() : after) + this.options.retainMs;
+    this.pruneAt.set(id, { version, oldest: after, at: next });
   }
 
   /**
