@@ -1,8 +1,10 @@
 import { readdirSync, rmSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
 import { warmIndexes } from '../src/engine/upkeep.js';
+import { UPKEEP_NICENESS } from '../src/engine/upkeep-process.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
@@ -427,6 +429,82 @@ describe('upkeep metrics', () => {
       const metrics = await metricsOf(server);
       expect(metrics).toMatch(/^strata_upkeep_failures_total 1$/m);
       expect(metrics).toMatch(/^strata_unindexed_rows 3$/m);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('the upkeep process', () => {
+  test('runs upkeep at a lower CPU priority than the service', async () => {
+    await eventually(
+      () => tableState(strata, 'u', 'items'),
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)),
+      20_000,
+    );
+    const pid = strata.app.ctx.workers.upkeepProcess.pid;
+    expect(pid).toBeGreaterThan(0);
+    expect(getPriority(pid)).toBe(UPKEEP_NICENESS);
+    expect(getPriority()).toBeLessThan(UPKEEP_NICENESS);
+  });
+
+  test('killed in the middle of a job: searches answer on, and a later pass does the work in a new process', async () => {
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'k');
+      const tables = tablesOf(client, 'k');
+      await tables.create({
+        table_name: 'docs',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'emb', type: 'vector', dim: DIM },
+        ],
+        indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+      });
+      await tables.append(
+        'docs',
+        vectors.map((emb, id) => ({ id, emb })),
+      );
+      // The process dies right after it is handed its first job.
+      const jobs = server.app.ctx.workers.upkeepProcess;
+      const run = jobs.run.bind(jobs);
+      let killed: number | undefined;
+      jobs.run = (...args) => {
+        const job = run(...args);
+        if (killed === undefined && jobs.pid !== undefined) {
+          killed = jobs.pid;
+          process.kill(killed, 'SIGKILL');
+        }
+        return job;
+      };
+      const nearest = async () => {
+        const reply = await client.request<{ data: Row[] }>(
+          'POST',
+          '/v1/hybrid_search/k',
+          { table_name: 'docs', vector_field: 'emb', vector_query: vectors[7], k: 1, projection: ['id'] },
+          { accept: 'application/json' },
+        );
+        return { status: reply.status, ids: reply.json.data.map((r) => Number(r.id)) };
+      };
+      // The search opens the table, which hands it to upkeep.
+      expect(await nearest()).toEqual({ status: 200, ids: [7] });
+      await eventually(
+        async () => killed,
+        (pid) => pid !== undefined,
+        10_000,
+      );
+      expect(await nearest()).toEqual({ status: 200, ids: [7] });
+      const state = await eventually(
+        () => tableState(server, 'k', 'docs'),
+        (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+        20_000,
+      );
+      expect(state.rows).toBe(ROWS);
+      expect(jobs.pid).toBeGreaterThan(0);
+      expect(jobs.pid).not.toBe(killed);
+      expect(await metricsOf(server)).toMatch(/^strata_upkeep_failures_total [1-9]/m);
+      expect(await nearest()).toEqual({ status: 200, ids: [7] });
     } finally {
       await server.close();
     }

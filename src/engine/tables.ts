@@ -100,7 +100,7 @@ export class Tables {
     private readonly connection: Connection,
     private readonly catalog: CatalogStore,
     private readonly databaseId: string,
-    private readonly location: LanceLocation,
+    readonly location: LanceLocation,
     private readonly log: EngineLog,
   ) {}
 

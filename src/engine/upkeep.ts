@@ -1,6 +1,7 @@
-import { Index, type IndexConfig, type Table as LanceTable } from '@lancedb/lancedb';
+import type { IndexConfig, Table as LanceTable } from '@lancedb/lancedb';
 import { type Metric, ROW_KEY } from './schema.js';
 import type { TableHandle, Tables } from './tables.js';
+import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
 
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
@@ -74,13 +75,20 @@ export async function warmIndexes(lance: LanceTable): Promise<void> {
 }
 
 /** IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top candidates (search.ts). */
-const annIndex = (metric: Metric) => Index.ivfRq({ distanceType: LANCE_METRIC[metric], numBits: 4 });
+const annIndex = (column: string, metric: Metric, replace: boolean): UpkeepJob => ({
+  kind: 'ann',
+  column,
+  distanceType: LANCE_METRIC[metric],
+  numBits: 4,
+  replace,
+});
 
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows
  * the exact scan, fold new rows into every index, compact small fragments and prune old versions
  * (`optimize()`). One table at a time, never blocking a read, and beside the table's writes (see `commit`).
- * A failed pass is logged and tried again on the next one.
+ * The heavy work runs in the upkeep process, at a lower priority than searches (`UpkeepProcess`); the checks
+ * that decide it run here. A failed pass is logged and tried again on the next one.
  */
 export class Upkeep {
   private timer: NodeJS.Timeout | undefined;
@@ -112,6 +120,7 @@ export class Upkeep {
     private readonly options: UpkeepOptions,
     private readonly log: EngineLog,
     private readonly observer: UpkeepObserver,
+    private readonly jobs: UpkeepProcess,
   ) {}
 
   /**
@@ -147,6 +156,7 @@ export class Upkeep {
         open.add(table.record.tableId);
         await this.upkeep(table);
       } catch (err) {
+        if (this.stopped) return; // its work was cut short by the shutdown
         this.observer.failed();
         this.log.warn({ err }, 'index upkeep failed; retrying on the next pass');
       }
@@ -175,8 +185,7 @@ export class Upkeep {
     let reindexed = false;
     if (needsAnn) {
       for (const vector of missing) {
-        const config = annIndex(vector.metric);
-        if (await this.commit(table, 'ann_build', () => table.lance.createIndex(vector.column, { config }))) {
+        if (await this.commit(table, 'ann_build', annIndex(vector.column, vector.metric, false))) {
           table.ann.add(vector.column);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
           reindexed = true;
@@ -232,7 +241,7 @@ export class Upkeep {
   private async optimize(table: TableHandle, work: 'optimize' | 'prune'): Promise<boolean> {
     const latest = (await table.lance.listVersions()).at(-1)?.timestamp.getTime() ?? Date.now();
     const cutoff = new Date(Math.min(Date.now() - this.options.retainMs, latest - 1));
-    return this.commit(table, work, () => table.lance.optimize({ cleanupOlderThan: cutoff }));
+    return this.commit(table, work, { kind: 'optimize', cleanupOlderThan: cutoff });
   }
 
   /**
@@ -277,9 +286,7 @@ export class Upkeep {
       this.trainedRows.set(key, trained);
       if ((stats.numIndices ?? 1) <= MAX_ANN_SEGMENTS && stats.numIndexedRows < ANN_REGROWTH * trained) continue;
       const rows = await table.lance.countRows();
-      const config = annIndex(vector.metric);
-      const retrain = () => table.lance.createIndex(vector.column, { config, replace: true });
-      if (await this.commit(table, 'ann_retrain', retrain)) {
+      if (await this.commit(table, 'ann_retrain', annIndex(vector.column, vector.metric, true))) {
         this.trainedRows.set(key, rows);
         retrained = true;
       }
@@ -288,18 +295,19 @@ export class Upkeep {
   }
 
   /**
-   * Runs an upkeep commit beside the table's writes. Measured here: a write never fails for it, but a
+   * Runs an upkeep job in the upkeep process, beside the table's writes. Measured here: a write never fails for it, but a
    * compaction loses to any update or delete that commits first ("Retryable commit conflict"). So upkeep
    * retries on the next pass, and after `MAX_PREEMPTED` lost passes in a row takes its turn in the table's
    * write queue once, so a table written without pause still gets its indexes caught up. True when it
    * committed.
    */
-  private async commit(table: TableHandle, work: UpkeepWork, run: () => Promise<unknown>): Promise<boolean> {
+  private async commit(table: TableHandle, work: UpkeepWork, job: UpkeepJob): Promise<boolean> {
     const id = table.record.tableId;
     const lost = this.preempted.get(id) ?? 0;
     const started = performance.now();
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
+      const run = () => this.jobs.run(this.tables.location, table.record.tableId, job);
       const maintain = () => table.changes.maintain(() => table.lance.version(), run);
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);

@@ -20,6 +20,7 @@ import {
 import { LanceSqlSource } from './sql-source.js';
 import { type TableHandle, Tables } from './tables.js';
 import { type EngineLog, Upkeep, type UpkeepObserver, type UpkeepOptions } from './upkeep.js';
+import { UpkeepProcess } from './upkeep-process.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from './writes.js';
 
 /** What a worker needs to know about the database it serves. */
@@ -61,7 +62,7 @@ export class DatabaseWorker {
     private readonly expiresAtMs: number | undefined,
   ) {}
 
-  static async open(ref: DatabaseRef, deps: WorkerDeps): Promise<DatabaseWorker> {
+  static async open(ref: DatabaseRef, deps: WorkerDeps, upkeepProcess: UpkeepProcess): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
     // readConsistencyInterval 0: every read sees the latest commit, whoever made it (DESIGN.md).
     const connection = await connect(location.uri, {
@@ -69,7 +70,7 @@ export class DatabaseWorker {
       readConsistencyInterval: 0,
     });
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
-    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, upkeepProcess);
     upkeep.start();
     return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs);
   }
@@ -184,6 +185,8 @@ export class WorkerPool {
   private readonly workers = new Map<string, DatabaseWorker>();
   private readonly placing = new Map<string, Promise<DatabaseWorker>>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
+  readonly upkeepProcess = new UpkeepProcess();
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
@@ -210,10 +213,12 @@ export class WorkerPool {
 
   async stop(): Promise<void> {
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
+    // Stopped first, so that upkeep passes waiting on its work end at once rather than hold the workers' close.
+    const upkeepStopped = this.upkeepProcess.close();
     await Promise.allSettled([...this.placing.values()]);
     const all = [...this.workers.values()];
     this.workers.clear();
-    await Promise.allSettled(all.map((worker) => worker.close()));
+    await Promise.allSettled([upkeepStopped, ...all.map((worker) => worker.close())]);
   }
 
   /** Places a worker in the background after verification; a full node leaves the database `activating`. */
@@ -255,7 +260,7 @@ export class WorkerPool {
     if (pending !== undefined) return pending;
     const placing = (async () => {
       await this.makeRoom(ref);
-      const worker = await DatabaseWorker.open(ref, this.options.deps);
+      const worker = await DatabaseWorker.open(ref, this.options.deps, this.upkeepProcess);
       this.workers.set(ref.id, worker);
       await this.options.onPlaced(ref);
       return worker;
