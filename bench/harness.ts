@@ -19,6 +19,8 @@ export interface Server {
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   rssMb(): Promise<number>;
+  /** Resident memory of the server's child processes (its upkeep process), in MB; 0 when none runs. */
+  childrenRssMb(): number;
   stop(): Promise<void>;
 }
 
@@ -72,6 +74,20 @@ export async function startServer(
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
+    },
+    childrenRssMb() {
+      let kb = 0;
+      for (const pid of readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+        try {
+          // The parent's pid is the field after the command name, which is in parentheses and may hold spaces.
+          const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+          if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) !== child.pid) continue;
+          kb += Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+        } catch {
+          // The process ended meanwhile.
+        }
+      }
+      return Math.round(kb / 1024);
     },
     async stop() {
       agent.destroy();

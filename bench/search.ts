@@ -266,6 +266,7 @@ async function main(): Promise<void> {
     found += got.filter((id) => exact.includes(id)).length;
   }
   const rssIndexed = await server.rssMb();
+  const upkeepRssIndexed = server.childrenRssMb();
   const countHits = JSON.parse(
     (
       await server.post(
@@ -286,6 +287,7 @@ async function main(): Promise<void> {
   const unindexed = await unindexedRows(lance);
   const { http: httpUnindexed } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
   const rssUnindexed = await server.rssMb();
+  const upkeepRssUnindexed = server.childrenRssMb();
 
   // Upkeep let loose again: how long it takes to fold the fresh 10% in, and latency once it has.
   await server.stop();
@@ -320,6 +322,11 @@ async function main(): Promise<void> {
       http_ms_after_fold: summarize(httpFolded),
     },
     server_rss_mb: { indexed: rssIndexed, after_unindexed_phase: rssUnindexed, after_fold: await server.rssMb() },
+    upkeep_process_rss_mb: {
+      indexed: upkeepRssIndexed,
+      after_unindexed_phase: upkeepRssUnindexed,
+      after_fold: server.childrenRssMb(),
+    },
   };
   saveResults('search', results);
   close();

@@ -103,13 +103,14 @@ export class UpkeepProcess {
       if (reply.ok) waiting.resolve();
       else waiting.reject(new Error(reply.message));
     });
-    child.on('error', () => undefined); // 'exit' follows and fails the jobs
-    child.on('exit', (code, signal) => {
+    const fail = (err: Error) => {
       if (this.current?.child === child) this.current = undefined;
-      const gone = new Error(`upkeep process exited (${signal ?? `code ${code}`})`);
-      for (const waiting of pending.values()) waiting.reject(gone);
+      for (const waiting of pending.values()) waiting.reject(err);
       pending.clear();
-    });
+    };
+    // A process that could not start reports only 'error'; one that ran reports 'exit'.
+    child.on('error', fail);
+    child.on('exit', (code, signal) => fail(new Error(`upkeep process exited (${signal ?? `code ${code}`})`)));
     // An idle upkeep process does not keep the service's process alive.
     child.unref();
     child.channel?.unref();
