@@ -12,60 +12,71 @@ import { connect, Index } from '@lancedb/lancedb';
  * @typedef {import('./upkeep-process.js').UpkeepReply} UpkeepReply
  */
 
-/** Datasets unused this long are closed, and their share of Lance's caches freed. */
-const IDLE_MS = 60_000;
-
 /**
- * Each dataset stays open between jobs (by location and table): a fold or compaction remaps the table's indexes,
- * and Lance reads them from its cache rather than from storage again. `readConsistencyInterval: 0` makes every job
- * start from the latest commit, whichever process made it.
- * @type {Map<string, { options: string, table: Promise<import('@lancedb/lancedb').Table>, usedAt: number }>}
+ * Each dataset stays open between jobs (by location and table) for as long as this process lives (its parent ends
+ * it once idle): a fold or compaction remaps the table's indexes, and Lance reads them from its cache rather than
+ * from storage again. `readConsistencyInterval: 0` makes every job start from the latest commit, whichever
+ * process made it.
+ * @typedef {{ options: string, table: Promise<import('@lancedb/lancedb').Table>, jobs: number }} OpenDataset
+ * @type {Map<string, OpenDataset>}
  */
 const open = new Map();
 
-/** @param {UpkeepRequest} request */
+/** Datasets kept open at most; the one least recently worked on, with no job running, is closed first. */
+const MAX_OPEN = 16;
+
+/** @param {Promise<import('@lancedb/lancedb').Table>} table */
+const closeLater = (table) =>
+  table.then(
+    (t) => t.close(),
+    () => undefined,
+  );
+
+/**
+ * @param {UpkeepRequest} request
+ * @returns {OpenDataset}
+ */
 function dataset(request) {
   const key = `${request.uri}\0${request.table}`;
   const options = JSON.stringify(request.storageOptions);
   let entry = open.get(key);
+  open.delete(key); // set again below, as the most recently used
   // Renewed credentials come with new options: the dataset is opened again with them.
   if (entry === undefined || entry.options !== options) {
-    if (entry !== undefined)
-      entry.table.then(
-        (table) => table.close(),
-        () => undefined,
-      );
+    if (entry !== undefined && entry.jobs === 0) closeLater(entry.table);
     const table = connect(request.uri, { storageOptions: request.storageOptions, readConsistencyInterval: 0 }).then(
       (connection) => connection.openTable(request.table),
     );
-    entry = { options, table, usedAt: Date.now() };
-    open.set(key, entry);
-    table.catch(() => open.delete(key));
+    /** @type {OpenDataset} */
+    const created = { options, table, jobs: 0 };
+    table.catch(() => open.get(key) === created && open.delete(key));
+    entry = created;
   }
-  entry.usedAt = Date.now();
-  return entry.table;
+  open.set(key, entry);
+  for (const [oldest, stale] of open) {
+    if (open.size <= MAX_OPEN) break;
+    if (stale.jobs > 0) continue;
+    open.delete(oldest);
+    closeLater(stale.table);
+  }
+  return entry;
 }
-
-setInterval(() => {
-  for (const [key, entry] of open) {
-    if (Date.now() - entry.usedAt < IDLE_MS) continue;
-    open.delete(key);
-    entry.table.then(
-      (table) => table.close(),
-      () => undefined,
-    );
-  }
-}, IDLE_MS).unref();
 
 /** @param {UpkeepRequest} request */
 async function perform(request) {
-  const table = await dataset(request);
-  const work = request.work;
-  if (work.kind === 'ann') {
-    const config = Index.ivfRq({ distanceType: work.distanceType, numBits: work.numBits });
-    await table.createIndex(work.column, { config, replace: work.replace });
-  } else {
-    await table.optimize({ cleanupOlderThan: work.cleanupOlderThan });
+  const entry = dataset(request);
+  entry.jobs++;
+  try {
+    const table = await entry.table;
+    const work = request.work;
+    if (work.kind === 'ann') {
+      const config = Index.ivfRq({ distanceType: work.distanceType, numBits: work.numBits });
+      await table.createIndex(work.column, { config, replace: work.replace });
+    } else {
+      await table.optimize({ cleanupOlderThan: work.cleanupOlderThan });
+    }
+  } finally {
+    entry.jobs--;
   }
 }
 

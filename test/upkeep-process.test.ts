@@ -1,0 +1,94 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connect } from '@lancedb/lancedb';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { rng } from '../bench/corpus.js';
+import { arrow } from '../src/arrow/arrow.js';
+import { UpkeepProcess } from '../src/engine/upkeep-process.js';
+import type { LanceLocation } from '../src/storage/lance.js';
+import { eventually } from './support/server.js';
+
+const DIM = 8;
+let dir: string;
+let location: LanceLocation;
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'strata-upkeep-process-'));
+  location = { uri: dir, storageOptions: {}, expiresAtMs: undefined, publicUri: 'local://test', local: true };
+  const rand = rng(5);
+  const schema = new arrow.Schema([
+    new arrow.Field('id', new arrow.Int64(), false),
+    new arrow.Field('emb', new arrow.FixedSizeList(DIM, new arrow.Field('item', new arrow.Float32(), true)), true),
+  ]);
+  const rows = Array.from({ length: 1000 }, (_, id) => ({ id, emb: Array.from({ length: DIM }, () => rand()) }));
+  const connection = await connect(dir);
+  for (const name of ['a', 'b']) (await connection.createTable(name, rows, { schema })).close();
+  connection.close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function indexTypes(name: string): Promise<string[]> {
+  const connection = await connect(dir);
+  const table = await connection.openTable(name);
+  try {
+    return (await table.listIndices()).map((i) => i.indexType);
+  } finally {
+    table.close();
+    connection.close();
+  }
+}
+
+describe('the upkeep process', () => {
+  test('trains an ANN index on the dataset it is sent, and a job that fails rejects with the reason', async () => {
+    const jobs = new UpkeepProcess();
+    try {
+      await jobs.run(location, 'a', { kind: 'ann', column: 'emb', distanceType: 'l2', numBits: 4, replace: false });
+      expect(await indexTypes('a')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);
+      await expect(jobs.run(location, 'missing', { kind: 'optimize', cleanupOlderThan: new Date() })).rejects.toThrow(
+        /not found|does not exist/i,
+      );
+      // The process outlives a failed job.
+      await jobs.run(location, 'a', { kind: 'optimize', cleanupOlderThan: new Date() });
+    } finally {
+      await jobs.close();
+    }
+  });
+
+  test('ends once idle, freeing its memory, and the next job starts another', async () => {
+    const jobs = new UpkeepProcess(200);
+    try {
+      await jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() });
+      const first = jobs.pid as number;
+      expect(alive(first)).toBe(true);
+      await eventually(
+        async () => jobs.pid === undefined && !alive(first),
+        (ended) => ended,
+      );
+      await jobs.run(location, 'b', { kind: 'ann', column: 'emb', distanceType: 'cosine', numBits: 4, replace: false });
+      expect(jobs.pid).toBeGreaterThan(0);
+      expect(jobs.pid).not.toBe(first);
+      expect(await indexTypes('b')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);
+    } finally {
+      await jobs.close();
+    }
+  });
+
+  test('after close, jobs are refused and no process is left', async () => {
+    const jobs = new UpkeepProcess();
+    await jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() });
+    const pid = jobs.pid as number;
+    await jobs.close();
+    expect(alive(pid)).toBe(false);
+    await expect(jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() })).rejects.toThrow(/closed/);
+  });
+});
