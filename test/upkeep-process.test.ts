@@ -52,7 +52,13 @@ describe('the upkeep process', () => {
   test('trains an ANN index on the dataset it is sent, and a job that fails rejects with the reason', async () => {
     const jobs = new UpkeepProcess();
     try {
-      await jobs.run(location, 'a', { kind: 'ann', column: 'emb', distanceType: 'l2', numBits: 4, replace: false });
+      await jobs.run(location, 'a', {
+        kind: 'ann',
+        column: 'emb',
+        distanceType: 'l2',
+        index: { type: 'ivf_rq', numBits: 4 },
+        replace: false,
+      });
       expect(await indexTypes('a')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);
       await expect(jobs.run(location, 'missing', { kind: 'optimize', cleanupOlderThan: new Date() })).rejects.toThrow(
         /not found|does not exist/i,
@@ -74,7 +80,13 @@ describe('the upkeep process', () => {
         async () => jobs.pid === undefined && !alive(first),
         (ended) => ended,
       );
-      await jobs.run(location, 'b', { kind: 'ann', column: 'emb', distanceType: 'cosine', numBits: 4, replace: false });
+      await jobs.run(location, 'b', {
+        kind: 'ann',
+        column: 'emb',
+        distanceType: 'cosine',
+        index: { type: 'ivf_rq', numBits: 4 },
+        replace: false,
+      });
       expect(jobs.pid).toBeGreaterThan(0);
       expect(jobs.pid).not.toBe(first);
       expect(await indexTypes('b')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);

@@ -6,6 +6,7 @@ import { rng } from '../bench/corpus.js';
 import { warmIndexes } from '../src/engine/upkeep.js';
 import { UPKEEP_NICENESS } from '../src/engine/upkeep-process.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
+import { capturedLogs } from './support/logs.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
@@ -167,6 +168,50 @@ describe('index upkeep', () => {
     }
 
     expect(found / 200).toBeGreaterThanOrEqual(0.9);
+  });
+
+  test('a vector column whose dimension Lance cannot quantize (not a multiple of 8) gets an IVF_FLAT index', async () => {
+    const DIM5 = 5;
+    const odd = Array.from({ length: ROWS }, () => Array.from({ length: DIM5 }, () => Math.fround(rand() * 2 - 1)));
+    await db.create({
+      table_name: 'odd',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'emb', type: 'vector', dim: DIM5 },
+      ],
+      indexes: { vector: [{ column: 'emb', metric: 'cosine' }] },
+    });
+    await db.append(
+      'odd',
+      odd.map((emb, id) => ({ id, emb })),
+    );
+    const state = await eventually(
+      () => tableState(strata, 'u', 'odd'),
+      (s) => s.types.some((t) => /^emb:ivf/i.test(t)),
+      20_000,
+    );
+    expect(state.types).toContain('emb:IvfFlat');
+    const norm = (v: number[]) => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+    for (const q of [3, 400, 1111]) {
+      const query = odd[q] as number[];
+      const exact = odd
+        .map((v, id) => ({ id, d: 1 - v.reduce((s, x, i) => s + x * (query[i] ?? 0), 0) / (norm(v) * norm(query)) }))
+        .sort((a, b) => a.d - b.d || a.id - b.id)
+        .slice(0, 5);
+      const hits = (
+        await api.request<{ data: (Row & { _distance: number })[] }>(
+          'POST',
+          '/v1/hybrid_search/u',
+          { table_name: 'odd', vector_field: 'emb', vector_query: query, k: 5, projection: ['id'] },
+          { accept: 'application/json' },
+        )
+      ).json.data;
+      expect(hits.map((h) => Number(h.id))[0]).toBe(q);
+      expect(hits.length).toBe(5);
+      hits.forEach((h, i) => {
+        expect(h._distance).toBeCloseTo(exact[i]?.d ?? Number.NaN, 5);
+      });
+    }
   });
 
   test('with the ANN index, a narrow filter still gets every matching row it asks for, nearest first', async () => {
@@ -431,6 +476,56 @@ describe('upkeep metrics', () => {
       const metrics = await metricsOf(server);
       expect(metrics).toMatch(/^strata_upkeep_failures_total 1$/m);
       expect(metrics).toMatch(/^strata_unindexed_rows 3$/m);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('an ANN index that cannot be trained', () => {
+  test("leaves the table's other upkeep going, and is tried again later", async () => {
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'n');
+      const tables = tablesOf(client, 'n');
+      // Embeddings to be filled in later: with every vector null, Lance has nothing to train partitions on.
+      await tables.create({
+        table_name: 'notes',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+          { name: 'emb', type: 'vector', dim: DIM },
+        ],
+        indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+      });
+      for (let start = 0; start < 1500; start += 500) {
+        await tables.append(
+          'notes',
+          Array.from({ length: 500 }, (_, i) => ({ id: start + i, body: `note ${start + i}` })),
+        );
+      }
+      const state = await eventually(
+        () => tableState(server, 'n', 'notes'),
+        (s) => s.unindexed === 0 && s.rows === 1500,
+        20_000,
+      );
+      expect([...state.types].sort()).toEqual(['_rowkey:BTree', 'body:FTS']);
+      // Each step is counted once its commit is durable, a moment after the dataset shows it.
+      const metrics = await eventually(
+        () => metricsOf(server),
+        (m) =>
+          /^strata_upkeep_failures_total [1-9]/m.test(m) &&
+          /^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m.test(m),
+      );
+      expect(metrics).not.toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\}/m);
+      expect(capturedLogs().some((line) => line.includes('training the ANN index failed'))).toBe(true);
+      const hits = await client.request<{ count: number }>('POST', '/v1/count/n', {
+        table_name: 'notes',
+        field_name: 'body',
+        query: 'note',
+      });
+      expect(hits.json.count).toBe(1500);
     } finally {
       await server.close();
     }

@@ -70,7 +70,11 @@ async function perform(request) {
     const table = await entry.table;
     const work = request.work;
     if (work.kind === 'ann') {
-      const config = Index.ivfRq({ distanceType: work.distanceType, numBits: work.numBits });
+      const { distanceType, index } = work;
+      const config =
+        index.type === 'ivf_rq'
+          ? Index.ivfRq({ distanceType, numBits: index.numBits })
+          : Index.ivfFlat({ distanceType });
       await table.createIndex(work.column, { config, replace: work.replace });
     } else {
       await table.optimize({ cleanupOlderThan: work.cleanupOlderThan });

@@ -3,9 +3,15 @@ import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { LanceLocation } from '../storage/lance.js';
 
-/** Heavy upkeep work on one dataset: train an ANN index (IVF_RQ), or fold, compact and prune (`optimize()`). */
+/** Heavy upkeep work on one dataset: train an ANN index, or fold, compact and prune (`optimize()`). */
 export type UpkeepJob =
-  | { kind: 'ann'; column: string; distanceType: 'cosine' | 'l2' | 'dot'; numBits: number; replace: boolean }
+  | {
+      kind: 'ann';
+      column: string;
+      distanceType: 'cosine' | 'l2' | 'dot';
+      index: { type: 'ivf_rq'; numBits: number } | { type: 'ivf_flat' };
+      replace: boolean;
+    }
   | { kind: 'optimize'; cleanupOlderThan: Date };
 
 /** A job as sent to the upkeep process (`upkeep-child.js`). */
@@ -38,6 +44,9 @@ export const UPKEEP_IDLE_MS = 60_000;
 
 const CHILD = fileURLToPath(new URL('./upkeep-child.js', import.meta.url));
 
+/** The upkeep process ended (or could not start) before it answered a job: the job itself did not fail. */
+export class UpkeepProcessGone extends Error {}
+
 interface Pending {
   resolve(): void;
   reject(err: Error): void;
@@ -59,7 +68,7 @@ export class UpkeepProcess {
 
   /** Runs `work` on the dataset `table` at `location`; resolves once its commit is done. */
   run(location: LanceLocation, table: string, work: UpkeepJob): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('upkeep process closed'));
+    if (this.closed) return Promise.reject(new UpkeepProcessGone('upkeep process closed'));
     clearTimeout(this.idle);
     const { child, pending } = this.started();
     const request: UpkeepRequest = {
@@ -73,7 +82,7 @@ export class UpkeepProcess {
       pending.set(request.id, { resolve, reject });
       child.send(request, (err) => {
         if (err === null || !pending.delete(request.id)) return;
-        reject(err);
+        reject(new UpkeepProcessGone(`upkeep process gone: ${err.message}`));
       });
     });
     const settled = () => {
@@ -128,14 +137,15 @@ export class UpkeepProcess {
       if (reply.ok) waiting.resolve();
       else waiting.reject(new Error(reply.message));
     });
-    const fail = (err: Error) => {
+    const fail = (cause: Error) => {
+      const err = new UpkeepProcessGone(`upkeep process gone: ${cause.message}`);
       if (this.current?.child === child) this.current = undefined;
       for (const waiting of pending.values()) waiting.reject(err);
       pending.clear();
     };
     // A process that could not start reports only 'error'; one that ran reports 'exit'.
     child.on('error', fail);
-    child.on('exit', (code, signal) => fail(new Error(`upkeep process exited (${signal ?? `code ${code}`})`)));
+    child.on('exit', (code, signal) => fail(new Error(`exited (${signal ?? `code ${code}`})`)));
     // An idle upkeep process does not keep the service's process alive.
     child.unref();
     child.channel?.unref();
