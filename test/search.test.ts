@@ -346,6 +346,11 @@ describe('hybrid_search refusals', () => {
       /vector_query has 2 numbers; column "emb" has dim 3/,
     ],
     [
+      'an all-zero vector under cosine',
+      { vector_field: 'emb', vector_query: [0, 0, -0], k: 3 },
+      /vector_query is all zeros: its cosine distance to any row of "emb" is undefined/,
+    ],
+    [
       'an unknown projection column',
       { vector_field: 'emb', vector_query: [1, 2, 3], k: 3, projection: ['id', 'nope'] },
       /projection\[1\]: no column named "nope"/,
@@ -388,6 +393,13 @@ describe('hybrid_search refusals', () => {
 
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(message);
+  });
+
+  test.each(['docs_l2', 'docs_dot'])('an all-zero vector is a query like any other for %s', async (table) => {
+    const res = await search({ table_name: table, vector_field: 'emb', vector_query: [0, 0, 0], k: 3 });
+
+    expect(res.status).toBe(200);
+    expect(res.json.data).toHaveLength(3);
   });
 
   test('an unknown table is 404 and an Accept it cannot produce is 406', async () => {

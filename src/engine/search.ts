@@ -292,6 +292,10 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     if (req.vector_query.length !== dim) {
       throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);
     }
+    // 1 − cos(a, 0) has no value: Lance would drop every row, answering an empty page as if nothing matched.
+    if (declared.metric === 'cosine' && req.vector_query.every((x) => x === 0)) {
+      throw new BadRequest(`vector_query is all zeros: its cosine distance to any row of "${name}" is undefined`);
+    }
     vector = { field: name, query: req.vector_query, metric: declared.metric };
   }
   if (textQuery === undefined && vector === undefined) {
