@@ -255,6 +255,68 @@ describe('tables and rows on the s3 provider', () => {
   });
 });
 
+describe('index upkeep on the s3 provider', () => {
+  test('the upkeep process builds the ANN index and folds new rows through the S3 protocol', async () => {
+    const server = await startStrata({
+      ...S3RVER_KEY,
+      STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+      STRATA_STS_ENDPOINT: sts.endpoint,
+      STRATA_UPKEEP_INTERVAL_MS: '100',
+      STRATA_ANN_MIN_ROWS: '300',
+    });
+    try {
+      const client = await server.as('acme');
+      const created = await client.post('/v1/databases', {
+        name: 'indexed',
+        storage: { provider: 's3', bucket: 'strata-test', endpoint: s3.endpoint, prefix: 'tenants/indexed' },
+      });
+      expect(created.status).toBe(201);
+      expect((await client.post('/v1/databases/indexed/storage/verify')).status).toBe(200);
+      await eventually(
+        () => stateOf(client, 'indexed'),
+        (s) => s === 'active',
+      );
+      const lake = tablesOf(client, 'indexed');
+      await lake.create({
+        table_name: 'docs',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+          { name: 'emb', type: 'vector', dim: 8 },
+        ],
+        indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+      });
+      const emb = (id: number) => Array.from({ length: 8 }, (_, i) => Math.sin(id * 0.7 + i * 1.3));
+      await lake.append(
+        'docs',
+        Array.from({ length: 400 }, (_, id) => ({ id, body: `doc ${id % 9}`, emb: emb(id) })),
+      );
+      const metrics = await eventually(
+        async () => (await fetch(`${server.url}/metrics`)).text(),
+        (m) =>
+          /^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m.test(m) &&
+          /^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m.test(m) &&
+          /^strata_unindexed_rows 0$/m.test(m),
+        30_000,
+      );
+      expect(metrics).toMatch(/^strata_upkeep_failures_total 0$/m);
+      const listed = await admin.send(
+        new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/indexed/tables/' }),
+      );
+      expect((listed.Contents ?? []).some((o) => /\/_indices\/.+\.idx$/.test(o.Key ?? ''))).toBe(true);
+      const hits = await client.request<{ data: { id: number }[] }>(
+        'POST',
+        '/v1/hybrid_search/indexed',
+        { table_name: 'docs', vector_field: 'emb', vector_query: emb(123), k: 1, projection: ['id'] },
+        { accept: 'application/json' },
+      );
+      expect(hits.json.data.map((h) => Number(h.id))).toEqual([123]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('assumed-role credentials', () => {
   test('are cached, and renewed before they expire', async () => {
     const shortLived = await startStsDouble({
