@@ -608,6 +608,72 @@ describe('the upkeep process', () => {
   });
 });
 
+describe('a table dropped with purge while upkeep works on it', () => {
+  test('leaves nothing of it in the bucket once the job ends', async () => {
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'p');
+      const tables = tablesOf(client, 'p');
+      await tables.create({
+        table_name: 'brief',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'emb', type: 'vector', dim: DIM },
+        ],
+        indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+      });
+      await tables.append(
+        'brief',
+        vectors.map((emb, id) => ({ id, emb })),
+      );
+      await client.request('POST', '/v1/hybrid_search/p', {
+        table_name: 'brief',
+        vector_field: 'emb',
+        vector_query: vectors[0],
+        k: 1,
+      });
+      await eventually(
+        () => tableState(server, 'p', 'brief'),
+        (s) => s.types.some((t) => /^emb:ivf/i.test(t)) && s.unindexed === 0,
+        20_000,
+      );
+      // The next job (folding the rows below) is held in the stopped process until the table is purged.
+      const jobs = server.app.ctx.workers.upkeepProcess;
+      const run = jobs.run.bind(jobs);
+      let held: number | undefined;
+      let ended: Promise<unknown> | undefined;
+      jobs.run = (...args) => {
+        const job = run(...args);
+        if (held === undefined && jobs.pid !== undefined) {
+          held = jobs.pid;
+          process.kill(held, 'SIGSTOP');
+          ended = job.catch(() => undefined);
+        }
+        return job;
+      };
+      await tables.append(
+        'brief',
+        vectors.slice(0, 300).map((emb, id) => ({ id: ROWS + id, emb })),
+      );
+      await eventually(
+        async () => held,
+        (pid) => pid !== undefined,
+        10_000,
+      );
+      const tablesDir = join(server.dataDir, 'buckets', 'p', 'tables');
+      expect((await tables.drop('brief', true)).json.purged).toBe(true);
+      expect(readdirSync(tablesDir)).toEqual([]);
+      process.kill(held as number, 'SIGCONT');
+      await ended;
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(readdirSync(tablesDir)).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('pruning', () => {
   test('keeps the version a compaction replaced until a later pass, which prunes it with no write since', async () => {
     // Retention 0: without the rule every version but the newest would go with the compaction itself. Passes
