@@ -1,6 +1,8 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { connect } from '@lancedb/lancedb';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
@@ -93,6 +95,21 @@ describe('the upkeep process', () => {
     } finally {
       await jobs.close();
     }
+  });
+
+  test('a process whose only pending work is an upkeep job stays alive until the job is answered', () => {
+    // The built module (test/support/build.ts), as `strata serve` runs it, in a process with nothing else to do.
+    const module = pathToFileURL(join(process.cwd(), 'dist', 'engine', 'upkeep-process.js')).href;
+    const script = `
+      const { UpkeepProcess } = await import(${JSON.stringify(module)});
+      new UpkeepProcess()
+        .run(${JSON.stringify(location)}, 'a', { kind: 'optimize', cleanupOlderThan: new Date() })
+        .then(() => console.log('job answered'), (err) => console.log('job failed: ' + err.message));`;
+    const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(out.trim()).toBe('job answered');
   });
 
   test('after close, jobs are refused and no process is left', async () => {

@@ -78,6 +78,8 @@ export class UpkeepProcess {
       table,
       work,
     };
+    // While it has work, the process's channel keeps this one alive, so no job is left unanswered at exit.
+    child.channel?.ref();
     const job = new Promise<void>((resolve, reject) => {
       pending.set(request.id, { resolve, reject });
       child.send(request, (err) => {
@@ -87,6 +89,7 @@ export class UpkeepProcess {
     });
     const settled = () => {
       if (pending.size > 0 || this.current?.child !== child) return;
+      child.channel?.unref();
       clearTimeout(this.idle);
       this.idle = setTimeout(() => this.retire(child), this.idleMs).unref();
     };
