@@ -16,6 +16,9 @@ let strata: TestServer;
 let api: Client;
 let admin: S3Client;
 
+/** A server that reaches s3rver (a loopback endpoint) and assumes roles through the STS double. */
+const serverEnv = () => ({ ...S3RVER_KEY, STRATA_ALLOW_INSECURE_ENDPOINTS: '1', STRATA_STS_ENDPOINT: sts.endpoint });
+
 beforeAll(async () => {
   s3 = await startS3(['strata-test']);
   sts = await startStsDouble({
@@ -23,11 +26,7 @@ beforeAll(async () => {
     deniedRoles: [DENIED_ROLE],
     onIssue: (id, secret) => s3.acceptKey(id, secret),
   });
-  strata = await startStrata({
-    ...S3RVER_KEY,
-    STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
-    STRATA_STS_ENDPOINT: sts.endpoint,
-  });
+  strata = await startStrata(serverEnv());
   api = await strata.as('acme');
   admin = new S3Client({
     endpoint: s3.endpoint,
@@ -257,13 +256,7 @@ describe('tables and rows on the s3 provider', () => {
 
 describe('index upkeep on the s3 provider', () => {
   test('the upkeep process builds the ANN index and folds new rows through the S3 protocol', async () => {
-    const server = await startStrata({
-      ...S3RVER_KEY,
-      STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
-      STRATA_STS_ENDPOINT: sts.endpoint,
-      STRATA_UPKEEP_INTERVAL_MS: '100',
-      STRATA_ANN_MIN_ROWS: '300',
-    });
+    const server = await startStrata({ ...serverEnv(), STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '300' });
     try {
       const client = await server.as('acme');
       const created = await client.post('/v1/databases', {

@@ -7,7 +7,7 @@ import { connect } from '@lancedb/lancedb';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
 import { arrow } from '../src/arrow/arrow.js';
-import { UpkeepProcess } from '../src/engine/upkeep-process.js';
+import { type UpkeepJob, UpkeepProcess } from '../src/engine/upkeep-process.js';
 import type { LanceLocation } from '../src/storage/lance.js';
 import { eventually } from './support/server.js';
 
@@ -39,6 +39,16 @@ beforeAll(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+/** A job that trains an IVF_RQ index on `emb`. */
+const annJob = (distanceType: 'l2' | 'cosine'): UpkeepJob => ({
+  kind: 'ann',
+  column: 'emb',
+  distanceType,
+  index: { type: 'ivf_rq', numBits: 4 },
+  replace: false,
+});
+const optimizeJob = (): UpkeepJob => ({ kind: 'optimize', cleanupOlderThan: new Date() });
+
 async function indexTypes(name: string): Promise<string[]> {
   const connection = await connect(dir);
   const table = await connection.openTable(name);
@@ -54,19 +64,11 @@ describe('the upkeep process', () => {
   test('trains an ANN index on the dataset it is sent, and a job that fails rejects with the reason', async () => {
     const jobs = new UpkeepProcess();
     try {
-      await jobs.run(location, 'a', {
-        kind: 'ann',
-        column: 'emb',
-        distanceType: 'l2',
-        index: { type: 'ivf_rq', numBits: 4 },
-        replace: false,
-      });
+      await jobs.run(location, 'a', annJob('l2'));
       expect(await indexTypes('a')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);
-      await expect(jobs.run(location, 'missing', { kind: 'optimize', cleanupOlderThan: new Date() })).rejects.toThrow(
-        /not found|does not exist/i,
-      );
+      await expect(jobs.run(location, 'missing', optimizeJob())).rejects.toThrow(/not found|does not exist/i);
       // The process outlives a failed job.
-      await jobs.run(location, 'a', { kind: 'optimize', cleanupOlderThan: new Date() });
+      await jobs.run(location, 'a', optimizeJob());
     } finally {
       await jobs.close();
     }
@@ -75,20 +77,14 @@ describe('the upkeep process', () => {
   test('ends once idle, freeing its memory, and the next job starts another', async () => {
     const jobs = new UpkeepProcess(200);
     try {
-      await jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() });
+      await jobs.run(location, 'b', optimizeJob());
       const first = jobs.pid as number;
       expect(alive(first)).toBe(true);
       await eventually(
         async () => jobs.pid === undefined && !alive(first),
         (ended) => ended,
       );
-      await jobs.run(location, 'b', {
-        kind: 'ann',
-        column: 'emb',
-        distanceType: 'cosine',
-        index: { type: 'ivf_rq', numBits: 4 },
-        replace: false,
-      });
+      await jobs.run(location, 'b', annJob('cosine'));
       expect(jobs.pid).toBeGreaterThan(0);
       expect(jobs.pid).not.toBe(first);
       expect(await indexTypes('b')).toEqual([expect.stringMatching(/^ivf_?rq$/i)]);
@@ -114,10 +110,10 @@ describe('the upkeep process', () => {
 
   test('after close, jobs are refused and no process is left', async () => {
     const jobs = new UpkeepProcess();
-    await jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() });
+    await jobs.run(location, 'b', optimizeJob());
     const pid = jobs.pid as number;
     await jobs.close();
     expect(alive(pid)).toBe(false);
-    await expect(jobs.run(location, 'b', { kind: 'optimize', cleanupOlderThan: new Date() })).rejects.toThrow(/closed/);
+    await expect(jobs.run(location, 'b', optimizeJob())).rejects.toThrow(/closed/);
   });
 });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
 import { warmIndexes } from '../src/engine/upkeep.js';
-import { UPKEEP_NICENESS } from '../src/engine/upkeep-process.js';
+import { UPKEEP_NICENESS, type UpkeepProcess } from '../src/engine/upkeep-process.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { capturedLogs } from './support/logs.js';
 import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
@@ -17,11 +17,14 @@ let db: ReturnType<typeof tablesOf>;
 const DIM = 8;
 const ROWS = 1200;
 
+/** Upkeep every 100 ms, and an ANN index from 1,000 rows on. */
+const UPKEEP_ENV = { STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' };
+
 const rand = rng(99);
 const vectors = Array.from({ length: ROWS }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
 
 beforeAll(async () => {
-  strata = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
+  strata = await startStrata(UPKEEP_ENV);
   api = await strata.as('acme');
   await activeLocalDatabase(api, 'u');
   db = tablesOf(api, 'u');
@@ -482,13 +485,60 @@ describe('upkeep metrics', () => {
   });
 });
 
+type Tables = ReturnType<typeof tablesOf>;
+
+/** Runs `body` against a server of its own (`UPKEEP_ENV`) holding the local database `name`. */
+async function withUpkeepServer(
+  name: string,
+  body: (server: TestServer, client: Client, tables: Tables) => Promise<void>,
+): Promise<void> {
+  const server = await startStrata(UPKEEP_ENV);
+  try {
+    const client = await server.as('acme');
+    await activeLocalDatabase(client, name);
+    await body(server, client, tablesOf(client, name));
+  } finally {
+    await server.close();
+  }
+}
+
+/** Creates the table `name` with an l2 vector index on `emb` and appends `vectors` to it, one row each. */
+async function vectorTable(tables: Tables, name: string): Promise<void> {
+  await tables.create({
+    table_name: name,
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'emb', type: 'vector', dim: DIM },
+    ],
+    indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+  });
+  await tables.append(
+    name,
+    vectors.map((emb, id) => ({ id, emb })),
+  );
+}
+
+/** Sends `signal` to the upkeep process the moment it is handed its next job; resolves with its pid and the job. */
+function signalOnNextJob(jobs: UpkeepProcess, signal: NodeJS.Signals): Promise<{ pid: number; job: Promise<void> }> {
+  const run = jobs.run.bind(jobs);
+  return new Promise((resolve) => {
+    let sent = false;
+    jobs.run = (...args) => {
+      const job = run(...args);
+      const pid = jobs.pid;
+      if (!sent && pid !== undefined) {
+        sent = true;
+        process.kill(pid, signal);
+        resolve({ pid, job });
+      }
+      return job;
+    };
+  });
+}
+
 describe('an ANN index that cannot be trained', () => {
   test("leaves the table's other upkeep going, and is tried again later", async () => {
-    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
-    try {
-      const client = await server.as('acme');
-      await activeLocalDatabase(client, 'n');
-      const tables = tablesOf(client, 'n');
+    await withUpkeepServer('n', async (server, client, tables) => {
       // Embeddings to be filled in later: with every vector null, Lance has nothing to train partitions on.
       await tables.create({
         table_name: 'notes',
@@ -526,9 +576,7 @@ describe('an ANN index that cannot be trained', () => {
         query: 'note',
       });
       expect(hits.json.count).toBe(1500);
-    } finally {
-      await server.close();
-    }
+    });
   });
 });
 
@@ -546,35 +594,11 @@ describe('the upkeep process', () => {
   });
 
   test('killed in the middle of a job: searches answer on, and a later pass does the work in a new process', async () => {
-    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
-    try {
-      const client = await server.as('acme');
-      await activeLocalDatabase(client, 'k');
-      const tables = tablesOf(client, 'k');
-      await tables.create({
-        table_name: 'docs',
-        schema: [
-          { name: 'id', type: 'i64', nullable: false },
-          { name: 'emb', type: 'vector', dim: DIM },
-        ],
-        indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
-      });
-      await tables.append(
-        'docs',
-        vectors.map((emb, id) => ({ id, emb })),
-      );
+    await withUpkeepServer('k', async (server, client, tables) => {
+      await vectorTable(tables, 'docs');
       // The process dies right after it is handed its first job.
       const jobs = server.app.ctx.workers.upkeepProcess;
-      const run = jobs.run.bind(jobs);
-      let killed: number | undefined;
-      jobs.run = (...args) => {
-        const job = run(...args);
-        if (killed === undefined && jobs.pid !== undefined) {
-          killed = jobs.pid;
-          process.kill(killed, 'SIGKILL');
-        }
-        return job;
-      };
+      const killing = signalOnNextJob(jobs, 'SIGKILL');
       const nearest = async () => {
         const reply = await client.request<{ data: Row[] }>(
           'POST',
@@ -586,11 +610,7 @@ describe('the upkeep process', () => {
       };
       // The search opens the table, which hands it to upkeep.
       expect(await nearest()).toEqual({ status: 200, ids: [7] });
-      await eventually(
-        async () => killed,
-        (pid) => pid !== undefined,
-        10_000,
-      );
+      const killed = (await killing).pid;
       expect(await nearest()).toEqual({ status: 200, ids: [7] });
       const state = await eventually(
         () => tableState(server, 'k', 'docs'),
@@ -602,31 +622,14 @@ describe('the upkeep process', () => {
       expect(jobs.pid).not.toBe(killed);
       expect(await metricsOf(server)).toMatch(/^strata_upkeep_failures_total [1-9]/m);
       expect(await nearest()).toEqual({ status: 200, ids: [7] });
-    } finally {
-      await server.close();
-    }
+    });
   });
 });
 
 describe('a table dropped with purge while upkeep works on it', () => {
   test('leaves nothing of it in the bucket once the job ends', async () => {
-    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '1000' });
-    try {
-      const client = await server.as('acme');
-      await activeLocalDatabase(client, 'p');
-      const tables = tablesOf(client, 'p');
-      await tables.create({
-        table_name: 'brief',
-        schema: [
-          { name: 'id', type: 'i64', nullable: false },
-          { name: 'emb', type: 'vector', dim: DIM },
-        ],
-        indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
-      });
-      await tables.append(
-        'brief',
-        vectors.map((emb, id) => ({ id, emb })),
-      );
+    await withUpkeepServer('p', async (server, client, tables) => {
+      await vectorTable(tables, 'brief');
       await client.request('POST', '/v1/hybrid_search/p', {
         table_name: 'brief',
         vector_field: 'emb',
@@ -639,38 +642,20 @@ describe('a table dropped with purge while upkeep works on it', () => {
         20_000,
       );
       // The next job (folding the rows below) is held in the stopped process until the table is purged.
-      const jobs = server.app.ctx.workers.upkeepProcess;
-      const run = jobs.run.bind(jobs);
-      let held: number | undefined;
-      let ended: Promise<unknown> | undefined;
-      jobs.run = (...args) => {
-        const job = run(...args);
-        if (held === undefined && jobs.pid !== undefined) {
-          held = jobs.pid;
-          process.kill(held, 'SIGSTOP');
-          ended = job.catch(() => undefined);
-        }
-        return job;
-      };
+      const holding = signalOnNextJob(server.app.ctx.workers.upkeepProcess, 'SIGSTOP');
       await tables.append(
         'brief',
         vectors.slice(0, 300).map((emb, id) => ({ id: ROWS + id, emb })),
       );
-      await eventually(
-        async () => held,
-        (pid) => pid !== undefined,
-        10_000,
-      );
+      const held = await holding;
       const tablesDir = join(server.dataDir, 'buckets', 'p', 'tables');
       expect((await tables.drop('brief', true)).json.purged).toBe(true);
       expect(readdirSync(tablesDir)).toEqual([]);
-      process.kill(held as number, 'SIGCONT');
-      await ended;
+      process.kill(held.pid, 'SIGCONT');
+      await held.job.catch(() => undefined);
       await new Promise((resolve) => setTimeout(resolve, 300));
       expect(readdirSync(tablesDir)).toEqual([]);
-    } finally {
-      await server.close();
-    }
+    });
   });
 });
 

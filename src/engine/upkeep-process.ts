@@ -30,9 +30,9 @@ export type UpkeepReply = { id: number; ok: true } | { id: number; ok: false; me
  * competed with searches as an equal. Measured on 2 cores with 1.23M rows × 384-d:
  * - in process, hybrid search while an IVF_RQ index was trained again (`exp/niceexp.ts`): p50/p99 13.9/53.6 ms
  *   beside it in the same process, 8.6/19.1 ms with it in a process at niceness 10 (7.5/12.0 ms with no training);
- * - over HTTP, while upkeep folded six 1000-row appends and then retrained (`exp/during.ts`, five runs each):
+ * - over HTTP, while upkeep folded six 1000-row appends and then retrained (`exp/during.ts`, 5 and 8 runs):
  *   p50 25–32 ms, p99 90–133 ms with upkeep in the server's process; p50 18–22 ms, p99 42–47 ms here.
- * The work itself takes longer (retraining 74–79 s against 54–57 s), since searches come first.
+ * The work itself takes longer (retraining 74–84 s against 54–57 s), since searches come first.
  */
 export const UPKEEP_NICENESS = 10;
 

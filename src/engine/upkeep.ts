@@ -342,7 +342,7 @@ export class Upkeep {
     const started = performance.now();
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
-      const run = () => this.jobs.run(this.tables.location, table.record.tableId, job);
+      const run = () => this.jobs.run(this.tables.location, id, job);
       const maintain = () => table.changes.maintain(() => table.lance.version(), run);
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
