@@ -364,8 +364,9 @@ describe('index upkeep', () => {
   });
 
   test('appends to a table without search indexes are folded and compacted once writes pause, not on every pass', async () => {
-    // Passes every 400 ms, so appends a few milliseconds apart never look like a pause.
-    const paced = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '400' });
+    // Passes every second, so appends ~100 ms apart never look like a pause, even when one is slow on a busy machine
+    // (at 400 ms, one CI run saw an append late enough for a pass to fold in the middle of the burst).
+    const paced = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '1000' });
     try {
       const client = await paced.as('acme');
       await activeLocalDatabase(client, 'p');
@@ -386,10 +387,10 @@ describe('index upkeep', () => {
           'log',
           Array.from({ length: 50 }, (_, i) => ({ id: k * 50 + i, note: `entry ${k}` })),
         );
-        await new Promise((resolve) => setTimeout(resolve, 40));
+        await new Promise((resolve) => setTimeout(resolve, 100));
       }
       // Several passes ran meanwhile; none rewrote the table (every version is one of the appends).
-      expect(Date.now() - started).toBeGreaterThan(900);
+      expect(Date.now() - started).toBeGreaterThan(2400);
       const written = await state();
       expect(written.version).toBe(before.version + appends);
       expect(written.fragments).toBe(appends);
