@@ -4,7 +4,6 @@ import { prefixSegments } from './binding.js';
 import { LocalObjects } from './local.js';
 import { asStorageError } from './objects.js';
 import { bucketsDir, openObjects, type StorageEnv } from './open.js';
-import { bindingCredentials } from './s3.js';
 
 /** Where a database's Lance datasets live and how Lance reaches them. */
 export interface LanceLocation {
@@ -36,6 +35,7 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
     };
   }
   await openObjects(binding, env, sessionName); // re-checks the endpoint
+  const { bindingCredentials } = await import('./s3.js');
   const provider = bindingCredentials(binding, env.aws, sessionName);
   const options: Record<string, string> = { aws_region: binding.region };
   let expiresAtMs: number | undefined;
