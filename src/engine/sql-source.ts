@@ -6,8 +6,9 @@ import { ROW_KEY, schemaFromIpc } from './schema.js';
 import { closeHandle, type Tables } from './tables.js';
 
 /**
- * Rows per batch of a load's scan. Lance's default of 1,024 crosses into JS a thousand times per million rows;
- * 4,096 scanned 1M rows × 384-d in 1.9–2.1 s against 2.4–2.5 s (8,192: 2.2 s; 16,384: 3.5 s).
+ * Rows per batch of a load's scan. At Lance's default of 1,024, a load crosses into JS a thousand times per million
+ * rows, and each batch costs JS time and garbage. A whole load of 1.01M rows × 384-d took 5.3–5.5 s at 4,096,
+ * against 6.3–7.4 s at 1,024, 5.8–6.1 s at 2,048 and 6.0–6.6 s at 8,192.
  */
 const SCAN_BATCH_ROWS = 4096;
 
