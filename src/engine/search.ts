@@ -5,6 +5,7 @@ import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
 import { takeColumns } from '../arrow/take.js';
 import { BadRequest } from '../errors.js';
 import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
+import { READ_OPTIONS } from './lance-reads.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
 import { readByKeys, rowIdsOf } from './row-keys.js';
 import { batchOf, rowKeysOf } from './rows.js';
@@ -349,7 +350,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
         .limit(limit);
       if (both) q = q.withRowId();
       if (filter !== undefined) q = q.where(filter);
-      return readingFilter(() => q.toArrow());
+      return readingFilter(() => q.toArrow(READ_OPTIONS));
     };
     const scores = (t: Table) => numbersOf(t, '_score');
     const { hits, values } = await readLeg(read, scores, 'higher', ranked, firstTextRead(ranked, both));
@@ -371,7 +372,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
         q = q.refineFactor(refineFactorFor(limit));
       }
       if (filter !== undefined) q = q.where(filter);
-      return readingFilter(() => q.toArrow());
+      return readingFilter(() => q.toArrow(READ_OPTIONS));
     };
     // The partitions probed can hold too few rows that pass a narrow filter (or were not deleted) to fill the
     // page: then more are searched, only as many as it takes. Not from the start: that mode measured 16.7 ms
@@ -434,7 +435,7 @@ async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: s
     .fullTextSearch(new MatchQuery(req.query, column, { operator }))
     .select(columns)
     .limit(ALL_ROWS)
-    .toArrow();
+    .toArrow(READ_OPTIONS);
 }
 
 /** The exact number of rows matching a full-text query; no columns are read, Lance only counts. */
@@ -498,7 +499,12 @@ export async function exactMatch(table: TableHandle, req: ExactRequest): Promise
   const literal = literalFor(field.type, req.value, field.name);
   const lhs =
     field.type.typeId === Type.Timestamp ? `arrow_cast(${quoteName(field.name)}, 'Int64')` : quoteName(field.name);
-  const hits = await table.lance.query().where(`${lhs} = ${literal}`).select([ROW_KEY]).limit(ALL_ROWS).toArrow();
+  const hits = await table.lance
+    .query()
+    .where(`${lhs} = ${literal}`)
+    .select([ROW_KEY])
+    .limit(ALL_ROWS)
+    .toArrow(READ_OPTIONS);
   const keys = inRowOrder(hits);
   return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
 }

@@ -3,6 +3,7 @@ import { arrow } from '../arrow/arrow.js';
 import { Conflict } from '../errors.js';
 import type { CatalogStore } from './catalog.js';
 import type { ChangeKind } from './changes.js';
+import { READ_OPTIONS } from './lance-reads.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
 import { batchOf, parseRows, type RowsBody, rowKeysOf } from './rows.js';
 import { ROW_KEY, storedSchema } from './schema.js';
@@ -81,7 +82,7 @@ export async function append(catalog: CatalogStore, table: TableHandle, body: Ro
 
 /** The row keys `predicate` matches, in row order. */
 async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  return rowKeysOf(await table.lance.query().where(predicate).select([ROW_KEY]).toArrow()).sort();
+  return rowKeysOf(await table.lance.query().where(predicate).select([ROW_KEY]).toArrow(READ_OPTIONS)).sort();
 }
 
 /**
