@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
+import { READ_OPTIONS } from '../src/engine/lance-reads.js';
 import { firstTextRead, NPROBES, refineFactorFor } from '../src/engine/search.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
@@ -122,6 +123,7 @@ function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>): Ru
   };
 }
 
+/** The service's queries run on LanceDB in this process, with the same execution options as the service's reads. */
 function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueries>): Runner {
   const textLeg = (q: number) =>
     lance
@@ -129,7 +131,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
       .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
       .select(['_rowkey', '_score', 'id'])
       .limit(firstTextRead(K, false))
-      .toArrow();
+      .toArrow(READ_OPTIONS);
   const vectorLeg = (q: number) =>
     lance
       .vectorSearch(queries.vectors[q] ?? [])
@@ -139,7 +141,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
       .limit(K + VECTOR_SLACK)
       .nprobes(NPROBES)
       .refineFactor(refineFactorFor(K + VECTOR_SLACK))
-      .toArrow();
+      .toArrow(READ_OPTIONS);
   // With both legs the service reads only row ids and measures, then the winners' columns (src/engine/search.ts).
   const idsOf = (t: ArrowTable) => Array.from(t.getChild('_rowid')?.toArray() as BigUint64Array);
   const hybrid = async (q: number) => {
@@ -150,7 +152,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .select(['_score'])
         .withRowId()
         .limit(firstTextRead(HYBRID_WINDOW, true))
-        .toArrow(),
+        .toArrow(READ_OPTIONS),
       lance
         .vectorSearch(queries.vectors[q] ?? [])
         .column('emb')
@@ -160,10 +162,10 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .limit(HYBRID_WINDOW + VECTOR_SLACK)
         .nprobes(NPROBES)
         .refineFactor(refineFactorFor(HYBRID_WINDOW + VECTOR_SLACK))
-        .toArrow(),
+        .toArrow(READ_OPTIONS),
     ]);
     const winners = [...idsOf(text).slice(0, K / 2), ...idsOf(vector).slice(0, K / 2)];
-    return lance.takeRowIds(winners).select(['id']).toArrow();
+    return lance.takeRowIds(winners).select(['id']).toArrow(READ_OPTIONS);
   };
   return {
     text: (q) => textLeg(q),
@@ -175,7 +177,7 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
         .select([])
         .limit(1e9)
-        .toArrow(),
+        .toArrow(READ_OPTIONS),
   };
 }
 
