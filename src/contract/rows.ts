@@ -15,12 +15,22 @@ export const JsonRows = Type.Object(
   { additionalProperties: false },
 );
 
-/** A rows body: `{data: [...]}` as JSON, or an Arrow IPC stream of one or more record batches. */
+const ARROW_ROWS = { schema: { description: 'Arrow IPC stream of one or more record batches' } };
+
+/** A rows body as the OpenAPI document shows it: `{data: [...]}` as JSON, or an Arrow IPC stream. */
 export const RowsBody = {
+  content: { 'application/json': { schema: JsonRows }, [ARROW_STREAM]: ARROW_ROWS },
+};
+
+/**
+ * A rows body as the routes validate it: not at all. Both kinds reach the engine as bytes and are checked where
+ * they are converted, with messages that name the field, row and column: JSON off the event loop
+ * (`engine/json-rows.ts`, which checks `JsonRows` in the same words), Arrow by its reader.
+ */
+export const RowsBytes = {
   content: {
-    'application/json': { schema: JsonRows },
-    // Bytes are checked by the Arrow reader, which names the column and row at fault.
-    [ARROW_STREAM]: { schema: { description: 'Arrow IPC stream of one or more record batches' } },
+    'application/json': { schema: { description: 'JSON {"data": [row, ...]}' } },
+    [ARROW_STREAM]: ARROW_ROWS,
   },
 };
 

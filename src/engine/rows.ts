@@ -5,8 +5,8 @@ import { dataFromJson, ValueError } from '../arrow/from-json.js';
 import { BadRequest } from '../errors.js';
 import { ROW_KEY } from './schema.js';
 
-/** A rows body as it arrived: JSON rows (`{data: [...]}`) or the bytes of an Arrow IPC stream. */
-export type RowsBody = { kind: 'json'; rows: readonly unknown[] } | { kind: 'arrow'; bytes: Uint8Array };
+/** A rows body as it arrived: the bytes of JSON rows (`{data: [...]}`) or of an Arrow IPC stream. */
+export type RowsBody = { kind: 'json' | 'arrow'; bytes: Uint8Array };
 
 function rowError(err: unknown, rowBase = 0): never {
   if (err instanceof ValueError) {
@@ -116,8 +116,4 @@ export function batchesFromArrow(schema: Schema, bytes: Uint8Array): ParsedRows 
     }
   });
   return sameSchema(bodySchema, schema) ? { batches: converted, stream: bytes } : { batches: converted };
-}
-
-export function parseRows(schema: Schema, body: RowsBody): ParsedRows {
-  return body.kind === 'json' ? { batches: [batchFromJson(schema, body.rows)] } : batchesFromArrow(schema, body.bytes);
 }

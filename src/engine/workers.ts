@@ -6,7 +6,8 @@ import type { Binding } from '../storage/binding.js';
 import { lanceLocation } from '../storage/lance.js';
 import type { StorageEnv } from '../storage/open.js';
 import type { CatalogStore } from './catalog.js';
-import type { RowsBody } from './rows.js';
+import { JsonRowsParser } from './json-rows.js';
+import { batchesFromArrow, type ParsedRows, type RowsBody } from './rows.js';
 import {
   countMatches,
   type ExactRequest,
@@ -40,6 +41,12 @@ export interface WorkerDeps {
   log: EngineLog;
 }
 
+/** What every worker of a node shares beyond `WorkerDeps`: the processes and threads doing heavy work off the event loop. */
+interface NodeShared {
+  upkeepProcess: UpkeepProcess;
+  jsonRows: JsonRowsParser;
+}
+
 /** Credentials this close to expiry make the worker reconnect before its next request. */
 const RENEW_BEFORE_MS = 5 * 60_000;
 
@@ -60,9 +67,10 @@ export class DatabaseWorker {
     readonly upkeep: Upkeep,
     private readonly sqlOptions: InstanceOptions & SqlLimits,
     private readonly expiresAtMs: number | undefined,
+    private readonly jsonRows: JsonRowsParser,
   ) {}
 
-  static async open(ref: DatabaseRef, deps: WorkerDeps, upkeepProcess: UpkeepProcess): Promise<DatabaseWorker> {
+  static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
     // readConsistencyInterval 0: every read sees the latest commit, whoever made it (DESIGN.md).
     const connection = await connect(location.uri, {
@@ -70,17 +78,23 @@ export class DatabaseWorker {
       readConsistencyInterval: 0,
     });
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
-    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, upkeepProcess);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
     upkeep.start();
-    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs);
+    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs, node.jsonRows);
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
-    return this.onTable(table, (handle) => append(this.catalog, handle, body));
+    return this.onTable(table, async (handle) => append(this.catalog, handle, await this.rowsOf(handle, body)));
   }
 
   replace(table: string, predicate: string | undefined, body: RowsBody): Promise<WriteResult & RowCounts> {
-    return this.onTable(table, (handle) => replace(handle, predicate, body));
+    return this.onTable(table, async (handle) => replace(handle, predicate, await this.rowsOf(handle, body)));
+  }
+
+  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonRowsParser`). */
+  private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
+    if (body.kind === 'json') return this.jsonRows.parse(handle.record.schemaIpc, body.bytes);
+    return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 
   remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
@@ -187,6 +201,8 @@ export class WorkerPool {
   private sweeper: NodeJS.Timeout | undefined;
   /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
   readonly upkeepProcess = new UpkeepProcess();
+  /** Where JSON rows bodies become Arrow: one thread for the node, started on first use. */
+  readonly jsonRows = new JsonRowsParser();
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
@@ -215,10 +231,11 @@ export class WorkerPool {
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     // Stopped first, so that upkeep passes waiting on its work end at once rather than hold the workers' close.
     const upkeepStopped = this.upkeepProcess.close();
+    const jsonRowsStopped = this.jsonRows.close();
     await Promise.allSettled([...this.placing.values()]);
     const all = [...this.workers.values()];
     this.workers.clear();
-    await Promise.allSettled([upkeepStopped, ...all.map((worker) => worker.close())]);
+    await Promise.allSettled([upkeepStopped, jsonRowsStopped, ...all.map((worker) => worker.close())]);
   }
 
   /** Places a worker in the background after verification; a full node leaves the database `activating`. */
@@ -260,7 +277,7 @@ export class WorkerPool {
     if (pending !== undefined) return pending;
     const placing = (async () => {
       await this.makeRoom(ref);
-      const worker = await DatabaseWorker.open(ref, this.options.deps, this.upkeepProcess);
+      const worker = await DatabaseWorker.open(ref, this.options.deps, this);
       this.workers.set(ref.id, worker);
       await this.options.onPlaced(ref);
       return worker;

@@ -5,7 +5,7 @@ import type { CatalogStore } from './catalog.js';
 import type { ChangeKind } from './changes.js';
 import { READ_OPTIONS } from './lance-reads.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
-import { batchOf, parseRows, type RowsBody, rowKeysOf } from './rows.js';
+import { batchOf, type ParsedRows, rowKeysOf } from './rows.js';
 import { ROW_KEY, storedSchema } from './schema.js';
 import type { TableHandle } from './tables.js';
 
@@ -66,8 +66,8 @@ async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<
 }
 
 /** Appends all rows in one commit, or none (API.md §5). */
-export async function append(catalog: CatalogStore, table: TableHandle, body: RowsBody): Promise<WriteResult> {
-  const { batches: rows, stream } = parseRows(table.schema, body);
+export async function append(catalog: CatalogStore, table: TableHandle, parsed: ParsedRows): Promise<WriteResult> {
+  const { batches: rows, stream } = parsed;
   const n = rowCount(rows);
   return durably(table, async () => {
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
@@ -93,9 +93,9 @@ async function matchedKeys(table: TableHandle, predicate: string): Promise<BigIn
 export async function replace(
   table: TableHandle,
   predicate: string | undefined,
-  body: RowsBody,
+  parsed: ParsedRows,
 ): Promise<WriteResult & RowCounts> {
-  const { batches: rows, stream } = parseRows(table.schema, body);
+  const { batches: rows, stream } = parsed;
   const sent = rowCount(rows);
   const checked = checkPredicate(predicate);
   return durably(table, async () => {

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
 import { ErrorBody } from '../../contract/common.js';
-import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody } from '../../contract/rows.js';
+import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody, RowsBytes } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
 import type { RowsBody as Rows } from '../../engine/rows.js';
 import { BadRequest } from '../../errors.js';
@@ -22,18 +22,29 @@ const tags = ['Rows'];
 
 /** The body as the engine takes it; the content-type parsers already refused anything else (415). */
 function rowsOf(req: FastifyRequest): Rows {
-  if (Buffer.isBuffer(req.body)) return { kind: 'arrow', bytes: req.body };
-  const body = req.body as { data?: unknown[] } | undefined;
-  if (body?.data === undefined) {
+  if (!Buffer.isBuffer(req.body)) {
     throw new BadRequest(`send rows as application/json {"data": [...]} or as an ${ARROW_STREAM} body`);
   }
-  return { kind: 'json', rows: body.data };
+  const json = (req.headers['content-type'] ?? '').toLowerCase().startsWith(JSON_TYPE);
+  return { kind: json ? 'json' : 'arrow', bytes: req.body };
 }
+
+/** The OpenAPI document shows the rows body the routes take as bytes (`RowsBytes`) as `RowsBody`. */
+const documented = {
+  swaggerTransform: ({ schema, url }: { schema: object; url: string }) => ({
+    schema: { ...schema, body: RowsBody },
+    url,
+  }),
+};
 
 export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;
 
-  app.addContentTypeParser(ARROW_STREAM, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  // JSON rows too arrive as bytes: they are parsed with their conversion, off the event loop (engine/json-rows.ts).
+  app.removeContentTypeParser('application/json');
+  for (const type of [ARROW_STREAM, 'application/json']) {
+    app.addContentTypeParser(type, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  }
 
   app.post(
     '/v1/append/:database',
@@ -43,9 +54,10 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Append rows atomically; answers the rows as stored',
         params: DatabasePathParams,
         querystring: AppendQuery,
-        body: RowsBody,
+        body: RowsBytes,
         response: errors,
       },
+      config: documented,
     },
     async (req, reply) => {
       const encoding = negotiate(req, ROW_ENCODINGS);
@@ -65,9 +77,10 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Replace the rows a predicate matches, in one atomic commit',
         params: DatabasePathParams,
         querystring: PredicateQuery,
-        body: RowsBody,
+        body: RowsBytes,
         response: { 200: RowCounts, ...errors },
       },
+      config: documented,
     },
     async (req, reply) => {
       const encoding = negotiate(req, [JSON_TYPE, ARROW_STREAM]);

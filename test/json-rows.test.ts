@@ -1,0 +1,92 @@
+import { afterEach, describe, expect, test } from 'vitest';
+import { rowsToJson } from '../src/arrow/to-json.js';
+import { JsonRowsParser } from '../src/engine/json-rows.js';
+import { batchFromJson } from '../src/engine/rows.js';
+import { schemaFromFields, schemaToIpc } from '../src/engine/schema.js';
+import { BadRequest } from '../src/errors.js';
+
+const schema = schemaFromFields([
+  { name: 'id', type: 'i64', nullable: false },
+  { name: 'name', type: 'utf8' },
+  { name: 'at', type: 'timestamp_ms' },
+  { name: 'v', type: 'vector', dim: 3 },
+]);
+const schemaIpc = schemaToIpc(schema);
+const rows = Array.from({ length: 50 }, (_, i) => ({
+  id: i,
+  name: i % 7 === 0 ? null : `név ${i}`,
+  at: `2024-03-0${(i % 9) + 1}T10:00:00.123Z`,
+  v: i % 5 === 0 ? null : [i, -i, i / 2],
+}));
+/** A body in a buffer of its own, as a large request body arrives. */
+const bodyOf = (value: unknown) => new Uint8Array(Buffer.from(JSON.stringify(value)));
+
+let parser: JsonRowsParser;
+afterEach(async () => {
+  await parser.close();
+});
+
+describe('JSON rows converted on a thread of their own', () => {
+  test('the rows come back as the batch the event loop would have built, with the stream that encodes them', async () => {
+    parser = new JsonRowsParser();
+
+    const parsed = await parser.parse(schemaIpc, bodyOf({ data: rows }));
+
+    expect(rowsToJson(parsed.batches)).toEqual(rowsToJson([batchFromJson(schema, rows)]));
+    expect(parsed.stream).toBeDefined();
+    expect(parsed.batches[0]?.schema.fields.map((f) => String(f.type))).toEqual(
+      schema.fields.map((f) => String(f.type)),
+    );
+  });
+
+  test("a body in a buffer of its own moves to the thread (the caller's view is emptied), a shared one is copied", async () => {
+    parser = new JsonRowsParser();
+    const own = bodyOf({ data: rows });
+    const shared = Buffer.from(`  ${JSON.stringify({ data: rows })}`).subarray(2);
+
+    await parser.parse(schemaIpc, own);
+    const fromShared = await parser.parse(schemaIpc, shared);
+
+    expect(own.byteLength).toBe(0);
+    expect(shared.byteLength).toBeGreaterThan(0);
+    expect(fromShared.batches[0]?.numRows).toBe(rows.length);
+  });
+
+  test.each([
+    ['empty', new Uint8Array(0), /the body is empty but Content-Type is application\/json/],
+    ['not JSON', bodyOf('x').subarray(1, 2), /the body is not valid JSON/],
+    ['an array', bodyOf([{ id: 1 }]), /^body must be object$/],
+    ['without data', bodyOf({}), /body is missing required property "data"/],
+    ['with another key', bodyOf({ data: [], more: 1 }), /body has unknown property "more"/],
+    ['data not an array', bodyOf({ data: { id: 1 } }), /body.data must be array/],
+    ['a row not an object', bodyOf({ data: [{ id: 1 }, null] }), /body.data\[1\] must be object/],
+    ['an unknown column', bodyOf({ data: [{ id: 1, nope: 2 }] }), /row 0: unknown column "nope"/],
+    ['a bad value', bodyOf({ data: [{ id: 1 }, { id: 2, v: [1, 2] }] }), /row 1, column "v": must be an array/],
+  ])('a body %s is refused with a BadRequest that names what is wrong', async (_, bytes, message) => {
+    parser = new JsonRowsParser();
+
+    const refused = await parser.parse(schemaIpc, bytes).catch((err: unknown) => err);
+
+    expect(refused).toBeInstanceOf(BadRequest);
+    expect((refused as Error).message).toMatch(message);
+  });
+
+  test('bodies sent together are answered each with its own rows', async () => {
+    parser = new JsonRowsParser();
+
+    const results = await Promise.all(
+      Array.from({ length: 8 }, (_, n) => parser.parse(schemaIpc, bodyOf({ data: rows.slice(0, n + 1) }))),
+    );
+
+    expect(results.map((r) => r.batches[0]?.numRows)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+  });
+
+  test('once closed, it refuses bodies', async () => {
+    parser = new JsonRowsParser();
+    await parser.parse(schemaIpc, bodyOf({ data: rows }));
+
+    await parser.close();
+
+    await expect(parser.parse(schemaIpc, bodyOf({ data: rows }))).rejects.toThrow(/closed/);
+  });
+});
