@@ -1,9 +1,12 @@
-import { afterEach, describe, expect, test } from 'vitest';
-import { rowsToJson } from '../src/arrow/to-json.js';
-import { JsonRowsParser } from '../src/engine/json-rows.js';
+import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
+import { jsonText, rowsToJson } from '../src/arrow/to-json.js';
+import { JsonThread } from '../src/engine/json-rows.js';
 import { batchFromJson } from '../src/engine/rows.js';
 import { schemaFromFields, schemaToIpc } from '../src/engine/schema.js';
 import { BadRequest } from '../src/errors.js';
+import { activeLocalDatabase, startStrata, type TestServer } from './support/server.js';
+import { tablesOf } from './support/tables.js';
 
 const schema = schemaFromFields([
   { name: 'id', type: 'i64', nullable: false },
@@ -21,14 +24,15 @@ const rows = Array.from({ length: 50 }, (_, i) => ({
 /** A body in a buffer of its own, as a large request body arrives. */
 const bodyOf = (value: unknown) => new Uint8Array(Buffer.from(JSON.stringify(value)));
 
-let parser: JsonRowsParser;
-afterEach(async () => {
-  await parser.close();
-});
+let parser: JsonThread;
 
 describe('JSON rows converted on a thread of their own', () => {
+  afterEach(async () => {
+    await parser.close();
+  });
+
   test('the rows come back as the batch the event loop would have built, with the stream that encodes them', async () => {
-    parser = new JsonRowsParser();
+    parser = new JsonThread();
 
     const parsed = await parser.parse(schemaIpc, bodyOf({ data: rows }));
 
@@ -40,7 +44,7 @@ describe('JSON rows converted on a thread of their own', () => {
   });
 
   test("a body in a buffer of its own moves to the thread (the caller's view is emptied), a shared one is copied", async () => {
-    parser = new JsonRowsParser();
+    parser = new JsonThread();
     const own = bodyOf({ data: rows });
     const shared = Buffer.from(`  ${JSON.stringify({ data: rows })}`).subarray(2);
 
@@ -63,7 +67,7 @@ describe('JSON rows converted on a thread of their own', () => {
     ['an unknown column', bodyOf({ data: [{ id: 1, nope: 2 }] }), /row 0: unknown column "nope"/],
     ['a bad value', bodyOf({ data: [{ id: 1 }, { id: 2, v: [1, 2] }] }), /row 1, column "v": must be an array/],
   ])('a body %s is refused with a BadRequest that names what is wrong', async (_, bytes, message) => {
-    parser = new JsonRowsParser();
+    parser = new JsonThread();
 
     const refused = await parser.parse(schemaIpc, bytes).catch((err: unknown) => err);
 
@@ -72,7 +76,7 @@ describe('JSON rows converted on a thread of their own', () => {
   });
 
   test('bodies sent together are answered each with its own rows', async () => {
-    parser = new JsonRowsParser();
+    parser = new JsonThread();
 
     const results = await Promise.all(
       Array.from({ length: 8 }, (_, n) => parser.parse(schemaIpc, bodyOf({ data: rows.slice(0, n + 1) }))),
@@ -81,12 +85,55 @@ describe('JSON rows converted on a thread of their own', () => {
     expect(results.map((r) => r.batches[0]?.numRows)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
+  test('rows encoded as JSON there read as the event loop would have written them', async () => {
+    parser = new JsonThread();
+    const batch = batchFromJson(schema, rows);
+
+    const text = await parser.encode(arrow.tableToIPC(new arrow.Table([batch]), 'stream'));
+
+    expect(Buffer.from(text).toString('utf8')).toBe(jsonText([batch]));
+  });
+
   test('once closed, it refuses bodies', async () => {
-    parser = new JsonRowsParser();
+    parser = new JsonThread();
     await parser.parse(schemaIpc, bodyOf({ data: rows }));
 
     await parser.close();
 
     await expect(parser.parse(schemaIpc, bodyOf({ data: rows }))).rejects.toThrow(/closed/);
+  });
+});
+
+describe('JSON through HTTP on the JSON thread', () => {
+  let strata: TestServer;
+  let db: ReturnType<typeof tablesOf>;
+  beforeAll(async () => {
+    strata = await startStrata();
+    const api = await strata.as('acme');
+    await activeLocalDatabase(api, 'big');
+    db = tablesOf(api, 'big');
+    await db.create({
+      table_name: 'wide',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'vector', dim: 128 },
+      ],
+    });
+  });
+  afterAll(() => strata?.close());
+
+  test('a JSON append whose reply is over 1 MB as Arrow (parsed and answered on the thread) answers the rows as sent', async () => {
+    const sent = Array.from({ length: 3000 }, (_, i) => ({
+      id: i,
+      v: Array.from({ length: 128 }, (_, j) => ((i * 131 + j) % 1000) / 8),
+    }));
+
+    const res = await db.append('wide', sent);
+    const refused = await db.append('wide', [...sent.slice(0, 5), { id: 'x' }]);
+
+    expect(res.status).toBe(200);
+    expect(res.json.data).toEqual(sent);
+    expect(refused.status).toBe(400);
+    expect(refused.json.error).toMatch(/^row 5, column "id": must be an integer/);
   });
 });

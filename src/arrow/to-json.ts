@@ -209,3 +209,8 @@ export function rowsToJson(source: Table | readonly RecordBatch[]): Record<strin
   }
   return rows;
 }
+
+/** The `{"data": [row, ...]}` text of rows, as a row-returning endpoint answers in JSON. */
+export function jsonText(source: Table | readonly RecordBatch[]): string {
+  return JSON.stringify({ data: rowsToJson(source) });
+}

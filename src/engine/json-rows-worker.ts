@@ -1,33 +1,32 @@
-/** The thread `JsonRowsParser` converts JSON rows bodies on: bytes and a table schema in, an Arrow stream out. */
+/** The thread `JsonThread` runs: JSON rows bodies parsed into Arrow streams, Arrow streams encoded as JSON. */
 import { parentPort } from 'node:worker_threads';
 import { arrow } from '../arrow/arrow.js';
+import { jsonText } from '../arrow/to-json.js';
 import { BadRequest } from '../errors.js';
-import { batchFromJsonBytes, type JsonRowsReply } from './json-rows.js';
+import { batchFromJsonBytes, type JsonJob, type JsonReply, movable } from './json-rows.js';
 import { schemaFromIpc } from './schema.js';
-
-interface Job {
-  id: number;
-  schemaIpc: string;
-  bytes: Uint8Array;
-}
 
 const port = parentPort;
 if (port === null) throw new Error('json-rows-worker runs as a worker thread');
 
-port.on('message', ({ id, schemaIpc, bytes }: Job) => {
-  let ipc: Uint8Array;
+function work(job: JsonJob): Uint8Array {
+  if (job.op === 'encode') return Buffer.from(jsonText(arrow.RecordBatchReader.from(job.ipc).readAll()));
+  const batch = batchFromJsonBytes(schemaFromIpc(job.schemaIpc), job.bytes);
+  return arrow.tableToIPC(new arrow.Table([batch]), 'stream');
+}
+
+port.on('message', (job: JsonJob) => {
+  let bytes: Uint8Array;
   try {
-    const batch = batchFromJsonBytes(schemaFromIpc(schemaIpc), bytes);
-    ipc = arrow.tableToIPC(new arrow.Table([batch]), 'stream');
+    bytes = work(job);
   } catch (err) {
-    const reply: JsonRowsReply =
+    const reply: JsonReply =
       err instanceof BadRequest
-        ? { id, refused: err.message }
-        : { id, fault: err instanceof Error ? err.message : String(err) };
+        ? { id: job.id, refused: err.message }
+        : { id: job.id, fault: err instanceof Error ? err.message : String(err) };
     port.postMessage(reply);
     return;
   }
-  const reply: JsonRowsReply = { id, ipc };
-  const whole = ipc.byteOffset === 0 && ipc.byteLength === ipc.buffer.byteLength;
-  port.postMessage(reply, whole ? [ipc.buffer as ArrayBuffer] : []);
+  const reply: JsonReply = { id: job.id, bytes };
+  port.postMessage(reply, movable(bytes));
 });

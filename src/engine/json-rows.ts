@@ -5,9 +5,17 @@ import { arrow } from '../arrow/arrow.js';
 import { BadRequest } from '../errors.js';
 import { batchFromJson, type ParsedRows } from './rows.js';
 
-/** What the conversion thread answers: the rows as an Arrow IPC stream, or why the body is refused. */
-export type JsonRowsReply =
-  | { id: number; ipc: Uint8Array }
+/** Moves a buffer when the view is all of it (large bodies and results); else the view is copied. */
+export const movable = (bytes: Uint8Array): ArrayBuffer[] =>
+  bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [];
+
+type Work = { op: 'parse'; schemaIpc: string; bytes: Uint8Array } | { op: 'encode'; ipc: Uint8Array };
+/** What the JSON thread is asked: to parse a rows body for a table, or to encode rows (an IPC stream) as JSON. */
+export type JsonJob = Work & { id: number };
+
+/** What it answers: the bytes made (an IPC stream or JSON text), why a body is refused, or what failed. */
+export type JsonReply =
+  | { id: number; bytes: Uint8Array }
   | { id: number; refused: string }
   | { id: number; fault: string };
 
@@ -53,30 +61,28 @@ function workerUrl(): URL {
 }
 
 /**
- * Converts JSON rows bodies to Arrow on a thread of their own. Parsing and converting 10k rows × 384-d (75 MB of
- * JSON) took ~0.6–0.8 s; on the event loop, every request to the server waited that long (a `/healthz` during
- * such appends: 784 ms at worst). The thread starts on the first body and is let go after a minute without one.
+ * Parses JSON rows bodies into Arrow, and encodes large results as JSON, on a thread of its own. Parsing and
+ * converting 10k rows × 384-d (75 MB of JSON) took ~0.6–0.8 s, and answering them as JSON ~0.4 s; on the event
+ * loop, every request to the server waited that long (a `/healthz` during such appends: 819 ms at worst). The
+ * thread starts with the first job and is let go after a minute without one.
  */
-export class JsonRowsParser {
+export class JsonThread {
   static readonly IDLE_MS = 60_000;
   private worker: Worker | undefined;
   private nextId = 0;
-  private readonly pending = new Map<number, { resolve: (rows: ParsedRows) => void; reject: (err: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (bytes: Uint8Array) => void; reject: (err: Error) => void }>();
   private idle: NodeJS.Timeout | undefined;
   private closed = false;
 
   /** The rows of a JSON body for the table whose schema is `schemaIpc` (its catalog form). */
-  parse(schemaIpc: string, bytes: Uint8Array): Promise<ParsedRows> {
-    if (this.closed) return Promise.reject(new Error('the JSON rows parser is closed'));
-    const worker = this.thread();
-    const id = this.nextId++;
-    clearTimeout(this.idle);
-    return new Promise<ParsedRows>((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
-      // The body's own buffer moves to the thread when it holds nothing else (large bodies); else it is copied.
-      const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      worker.postMessage({ id, schemaIpc, bytes }, whole ? [bytes.buffer as ArrayBuffer] : []);
-    });
+  async parse(schemaIpc: string, bytes: Uint8Array): Promise<ParsedRows> {
+    const ipc = await this.run({ op: 'parse', schemaIpc, bytes }, movable(bytes));
+    return { batches: arrow.RecordBatchReader.from(ipc).readAll(), stream: ipc };
+  }
+
+  /** `{"data": [row, ...]}` as UTF-8 text, for the rows of an IPC stream. */
+  encode(ipc: Uint8Array): Promise<Uint8Array> {
+    return this.run({ op: 'encode', ipc }, movable(ipc));
   }
 
   async close(): Promise<void> {
@@ -86,30 +92,41 @@ export class JsonRowsParser {
     this.worker = undefined;
   }
 
+  private run(
+    job: JsonJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never,
+    moved: ArrayBuffer[],
+  ): Promise<Uint8Array> {
+    if (this.closed) return Promise.reject(new Error('the JSON thread is closed'));
+    const worker = this.thread();
+    const id = this.nextId++;
+    clearTimeout(this.idle);
+    return new Promise<Uint8Array>((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      worker.postMessage({ ...job, id }, moved);
+    });
+  }
+
   private thread(): Worker {
     if (this.worker !== undefined) return this.worker;
     const worker = new Worker(workerUrl());
-    worker.on('message', (reply: JsonRowsReply) => this.answer(reply));
+    worker.on('message', (reply: JsonReply) => this.answer(reply));
     worker.on('error', (err) => this.lost(worker, err));
-    worker.on('exit', (code) => this.lost(worker, new Error(`the JSON rows thread exited (code ${code})`)));
+    worker.on('exit', (code) => this.lost(worker, new Error(`the JSON thread exited (code ${code})`)));
     this.worker = worker;
     return worker;
   }
 
-  private answer(reply: JsonRowsReply): void {
+  private answer(reply: JsonReply): void {
     const waiting = this.pending.get(reply.id);
     this.pending.delete(reply.id);
     if (this.pending.size === 0) this.retireLater();
     if (waiting === undefined) return;
     if ('refused' in reply) waiting.reject(new BadRequest(reply.refused));
-    else if ('fault' in reply) waiting.reject(new Error(`converting JSON rows failed: ${reply.fault}`));
-    else {
-      const batches = arrow.RecordBatchReader.from(reply.ipc).readAll();
-      waiting.resolve({ batches, stream: reply.ipc });
-    }
+    else if ('fault' in reply) waiting.reject(new Error(`the JSON thread failed: ${reply.fault}`));
+    else waiting.resolve(reply.bytes);
   }
 
-  /** A thread that died fails what it held; the next body starts a new one. */
+  /** A thread that died fails what it held; the next job starts a new one. */
   private lost(worker: Worker, err: Error): void {
     if (this.worker !== worker) return;
     this.worker = undefined;
@@ -123,7 +140,7 @@ export class JsonRowsParser {
       const worker = this.worker;
       this.worker = undefined;
       void worker?.terminate();
-    }, JsonRowsParser.IDLE_MS);
+    }, JsonThread.IDLE_MS);
     this.idle.unref();
   }
 }

@@ -6,7 +6,7 @@ import type { Binding } from '../storage/binding.js';
 import { lanceLocation } from '../storage/lance.js';
 import type { StorageEnv } from '../storage/open.js';
 import type { CatalogStore } from './catalog.js';
-import { JsonRowsParser } from './json-rows.js';
+import { JsonThread } from './json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from './rows.js';
 import {
   countMatches,
@@ -44,7 +44,7 @@ export interface WorkerDeps {
 /** What every worker of a node shares beyond `WorkerDeps`: the processes and threads doing heavy work off the event loop. */
 interface NodeShared {
   upkeepProcess: UpkeepProcess;
-  jsonRows: JsonRowsParser;
+  json: JsonThread;
 }
 
 /** Credentials this close to expiry make the worker reconnect before its next request. */
@@ -67,7 +67,7 @@ export class DatabaseWorker {
     readonly upkeep: Upkeep,
     private readonly sqlOptions: InstanceOptions & SqlLimits,
     private readonly expiresAtMs: number | undefined,
-    private readonly jsonRows: JsonRowsParser,
+    private readonly json: JsonThread,
   ) {}
 
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
@@ -80,7 +80,7 @@ export class DatabaseWorker {
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
     upkeep.start();
-    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs, node.jsonRows);
+    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs, node.json);
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
@@ -91,9 +91,9 @@ export class DatabaseWorker {
     return this.onTable(table, async (handle) => replace(handle, predicate, await this.rowsOf(handle, body)));
   }
 
-  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonRowsParser`). */
+  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
   private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
-    if (body.kind === 'json') return this.jsonRows.parse(handle.record.schemaIpc, body.bytes);
+    if (body.kind === 'json') return this.json.parse(handle.record.schemaIpc, body.bytes);
     return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 
@@ -201,8 +201,8 @@ export class WorkerPool {
   private sweeper: NodeJS.Timeout | undefined;
   /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
   readonly upkeepProcess = new UpkeepProcess();
-  /** Where JSON rows bodies become Arrow: one thread for the node, started on first use. */
-  readonly jsonRows = new JsonRowsParser();
+  /** Where large JSON is parsed and made: one thread for the node, started on first use. */
+  readonly json = new JsonThread();
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
@@ -231,7 +231,7 @@ export class WorkerPool {
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     // Stopped first, so that upkeep passes waiting on its work end at once rather than hold the workers' close.
     const upkeepStopped = this.upkeepProcess.close();
-    const jsonRowsStopped = this.jsonRows.close();
+    const jsonRowsStopped = this.json.close();
     await Promise.allSettled([...this.placing.values()]);
     const all = [...this.workers.values()];
     this.workers.clear();
