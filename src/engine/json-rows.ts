@@ -92,17 +92,15 @@ export class JsonThread {
     this.worker = undefined;
   }
 
-  private run(
-    job: JsonJob extends infer J ? (J extends { id: number } ? Omit<J, 'id'> : never) : never,
-    moved: ArrayBuffer[],
-  ): Promise<Uint8Array> {
+  private run(work: Work, moved: ArrayBuffer[]): Promise<Uint8Array> {
     if (this.closed) return Promise.reject(new Error('the JSON thread is closed'));
     const worker = this.thread();
     const id = this.nextId++;
     clearTimeout(this.idle);
     return new Promise<Uint8Array>((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      worker.postMessage({ ...job, id }, moved);
+      const job: JsonJob = { ...work, id };
+      worker.postMessage(job, moved);
     });
   }
 

@@ -41,7 +41,7 @@ export interface WorkerDeps {
   log: EngineLog;
 }
 
-/** What every worker of a node shares beyond `WorkerDeps`: the processes and threads doing heavy work off the event loop. */
+/** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
 interface NodeShared {
   upkeepProcess: UpkeepProcess;
   json: JsonThread;
@@ -231,11 +231,11 @@ export class WorkerPool {
     if (this.sweeper !== undefined) clearInterval(this.sweeper);
     // Stopped first, so that upkeep passes waiting on its work end at once rather than hold the workers' close.
     const upkeepStopped = this.upkeepProcess.close();
-    const jsonRowsStopped = this.json.close();
+    const jsonStopped = this.json.close();
     await Promise.allSettled([...this.placing.values()]);
     const all = [...this.workers.values()];
     this.workers.clear();
-    await Promise.allSettled([upkeepStopped, jsonRowsStopped, ...all.map((worker) => worker.close())]);
+    await Promise.allSettled([upkeepStopped, jsonStopped, ...all.map((worker) => worker.close())]);
   }
 
   /** Places a worker in the background after verification; a full node leaves the database `activating`. */

@@ -41,8 +41,8 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;
 
   // JSON rows too arrive as bytes: they are parsed with their conversion, off the event loop (engine/json-rows.ts).
-  app.removeContentTypeParser('application/json');
-  for (const type of [ARROW_STREAM, 'application/json']) {
+  app.removeContentTypeParser(JSON_TYPE);
+  for (const type of [ARROW_STREAM, JSON_TYPE]) {
     app.addContentTypeParser(type, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
   }
 
