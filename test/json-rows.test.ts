@@ -43,6 +43,17 @@ describe('JSON rows converted on a thread of their own', () => {
     );
   });
 
+  test('a body may start with a byte order mark', async () => {
+    parser = new JsonThread();
+
+    const parsed = await parser.parse(
+      schemaIpc,
+      new Uint8Array(Buffer.from(`\ufeff${JSON.stringify({ data: rows })}`)),
+    );
+
+    expect(parsed.batches[0]?.numRows).toBe(rows.length);
+  });
+
   test("a body in a buffer of its own moves to the thread (the caller's view is emptied), a shared one is copied", async () => {
     parser = new JsonThread();
     const own = bodyOf({ data: rows });

@@ -38,7 +38,9 @@ export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): ReturnTyp
   }
   let body: unknown;
   try {
-    body = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'));
+    const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8');
+    // A leading byte order mark is allowed, as the framework's own JSON parser allows it.
+    body = JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     throw new BadRequest('the body is not valid JSON');
   }
