@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { Schema } from 'apache-arrow';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest } from '../errors.js';
 import { batchFromJson, type ParsedRows } from './rows.js';
@@ -32,7 +32,7 @@ function shapeError(body: unknown): string | undefined {
 }
 
 /** The bytes of a JSON rows body (API.md §5) → one batch of the table's columns; any fault is a `BadRequest`. */
-export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): ReturnType<typeof batchFromJson> {
+export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): RecordBatch {
   if (bytes.byteLength === 0) {
     throw new BadRequest('the body is empty but Content-Type is application/json: send a JSON body or no Content-Type');
   }
@@ -50,7 +50,7 @@ export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): ReturnTyp
 }
 
 /**
- * The conversion thread's module. Beside this one when built; when this module runs from the TypeScript
+ * The JSON thread's module. Beside this one when built; when this module runs from the TypeScript
  * sources (the tests), the build of them, which the tests' global setup makes first.
  */
 function workerUrl(): URL {
