@@ -32,9 +32,9 @@ describe('JSON rows converted on a thread of their own', () => {
   });
 
   test('the rows come back as the batch the event loop would have built, with the stream that encodes them', async () => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
 
-    const parsed = await parser.parse(schemaIpc, bodyOf({ data: rows }));
+    const parsed = await parser.parse(schema, schemaIpc, bodyOf({ data: rows }));
 
     expect(rowsToJson(parsed.batches)).toEqual(rowsToJson([batchFromJson(schema, rows)]));
     expect(parsed.stream).toBeDefined();
@@ -43,10 +43,25 @@ describe('JSON rows converted on a thread of their own', () => {
     );
   });
 
+  test('a body up to the inline size is parsed where it is called, and one past it on the thread', async () => {
+    const body = bodyOf({ data: rows });
+    parser = new JsonThread(body.byteLength);
+    const larger = bodyOf({ data: [...rows, { id: 99 }] });
+
+    const inline = await parser.parse(schema, schemaIpc, body);
+    const threaded = await parser.parse(schema, schemaIpc, larger);
+
+    expect(body.byteLength).toBeGreaterThan(0);
+    expect(inline.batches[0]?.numRows).toBe(rows.length);
+    expect(larger.byteLength).toBe(0);
+    expect(threaded.batches[0]?.numRows).toBe(rows.length + 1);
+  });
+
   test('a body may start with a byte order mark', async () => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
 
     const parsed = await parser.parse(
+      schema,
       schemaIpc,
       new Uint8Array(Buffer.from(`\ufeff${JSON.stringify({ data: rows })}`)),
     );
@@ -55,12 +70,12 @@ describe('JSON rows converted on a thread of their own', () => {
   });
 
   test("a body in a buffer of its own moves to the thread (the caller's view is emptied), a shared one is copied", async () => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
     const own = bodyOf({ data: rows });
     const shared = Buffer.from(`  ${JSON.stringify({ data: rows })}`).subarray(2);
 
-    await parser.parse(schemaIpc, own);
-    const fromShared = await parser.parse(schemaIpc, shared);
+    await parser.parse(schema, schemaIpc, own);
+    const fromShared = await parser.parse(schema, schemaIpc, shared);
 
     expect(own.byteLength).toBe(0);
     expect(shared.byteLength).toBeGreaterThan(0);
@@ -78,26 +93,26 @@ describe('JSON rows converted on a thread of their own', () => {
     ['an unknown column', bodyOf({ data: [{ id: 1, nope: 2 }] }), /row 0: unknown column "nope"/],
     ['a bad value', bodyOf({ data: [{ id: 1 }, { id: 2, v: [1, 2] }] }), /row 1, column "v": must be an array/],
   ])('a body %s is refused with a BadRequest that names what is wrong', async (_, bytes, message) => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
 
-    const refused = await parser.parse(schemaIpc, bytes).catch((err: unknown) => err);
+    const refused = await parser.parse(schema, schemaIpc, bytes).catch((err: unknown) => err);
 
     expect(refused).toBeInstanceOf(BadRequest);
     expect((refused as Error).message).toMatch(message);
   });
 
   test('bodies sent together are answered each with its own rows', async () => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
 
     const results = await Promise.all(
-      Array.from({ length: 8 }, (_, n) => parser.parse(schemaIpc, bodyOf({ data: rows.slice(0, n + 1) }))),
+      Array.from({ length: 8 }, (_, n) => parser.parse(schema, schemaIpc, bodyOf({ data: rows.slice(0, n + 1) }))),
     );
 
     expect(results.map((r) => r.batches[0]?.numRows)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
   });
 
   test('rows encoded as JSON there read as the event loop would have written them', async () => {
-    parser = new JsonThread();
+    parser = new JsonThread(0);
     const batch = batchFromJson(schema, rows);
 
     const text = await parser.encode(arrow.tableToIPC(new arrow.Table([batch]), 'stream'));
@@ -106,12 +121,12 @@ describe('JSON rows converted on a thread of their own', () => {
   });
 
   test('once closed, it refuses bodies', async () => {
-    parser = new JsonThread();
-    await parser.parse(schemaIpc, bodyOf({ data: rows }));
+    parser = new JsonThread(0);
+    await parser.parse(schema, schemaIpc, bodyOf({ data: rows }));
 
     await parser.close();
 
-    await expect(parser.parse(schemaIpc, bodyOf({ data: rows }))).rejects.toThrow(/closed/);
+    await expect(parser.parse(schema, schemaIpc, bodyOf({ data: rows }))).rejects.toThrow(/closed/);
   });
 });
 

@@ -93,7 +93,7 @@ export class DatabaseWorker {
 
   /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
   private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
-    if (body.kind === 'json') return this.json.parse(handle.record.schemaIpc, body.bytes);
+    if (body.kind === 'json') return this.json.parse(handle.schema, handle.record.schemaIpc, body.bytes);
     return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 

@@ -4,6 +4,7 @@ import { arrow } from '../arrow/arrow.js';
 import { writableBatches } from '../arrow/ipc.js';
 import { jsonText } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
+import { INLINE_ENCODE_BYTES } from '../engine/json-rows.js';
 import { ApiError } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';
@@ -70,12 +71,6 @@ export interface RowsReply {
   stream?: Uint8Array;
 }
 
-/**
- * Results up to this many bytes (as Arrow) are encoded as JSON on the event loop; larger ones on the node's JSON
- * thread, so that no request waits behind another's encoding (10k rows × 384-d as JSON took ~0.4 s).
- */
-const INLINE_JSON_BYTES = 1 << 20;
-
 const ipcOf = (result: RowsReply): Uint8Array =>
   result.stream ?? arrow.tableToIPC(new arrow.Table(result.schema, writableBatches(result.rows)), 'stream');
 
@@ -86,7 +81,7 @@ export async function sendRows(reply: FastifyReply, encoding: string, result: Ro
   if (encoding === JSON_TYPE) {
     const bytes = result.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
     const text =
-      bytes <= INLINE_JSON_BYTES
+      bytes <= INLINE_ENCODE_BYTES
         ? jsonText(result.rows)
         : asBuffer(await reply.server.ctx.workers.json.encode(ipcOf(result)));
     return reply.type(JSON_TYPE).send(text);
