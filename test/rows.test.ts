@@ -257,6 +257,24 @@ describe('append', () => {
     expect(xml.json.error).toMatch(/application\/vnd.apache.arrow.stream, application\/json/);
   });
 
+  test.each([
+    ['empty', '', /the body is empty but Content-Type is application\/json/],
+    ['not JSON', '{"data": [', /the body is not valid JSON/],
+    ['an array', '[{"id": 1}]', /^body must be object$/],
+    ['with data not an array', '{"data": {"id": 1}}', /^body.data must be array$/],
+  ])('a JSON body %s is 400 on append and update, and nothing is written', async (_, text, message) => {
+    const before = await db.count('items');
+
+    const appended = await api.request('POST', '/v1/append/rows?table=items', text);
+    const updated = await api.request('POST', '/v1/update/rows?table=items&predicate=true', text);
+
+    for (const res of [appended, updated]) {
+      expect(res.status).toBe(400);
+      expect(res.json.error).toMatch(message);
+    }
+    expect(await db.count('items')).toBe(before);
+  });
+
   test('a body over STRATA_MAX_BODY_BYTES is 413 and nothing is written', async () => {
     const before = await db.count('items');
     const rows = Array.from({ length: 3000 }, (_, i) => ({ id: i, name: 'x'.repeat(20) }));

@@ -1,27 +1,10 @@
-import type { Table as LanceTable, Query, QueryExecutionOptions } from '@lancedb/lancedb';
+import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
 import type { TableRecord } from './catalog.js';
+import { LOAD_BATCH_ROWS, streamOf } from './lance-reads.js';
 import { ROW_KEY, schemaFromIpc } from './schema.js';
 import { closeHandle, type Tables } from './tables.js';
-
-/**
- * Rows per batch of a load's scan. At Lance's default of 1,024, a load crosses into JS a thousand times per million
- * rows, and each batch costs JS time and garbage. A whole load of 1.01M rows × 384-d took 5.3–5.5 s at 4,096,
- * against 6.3–7.4 s at 1,024, 5.8–6.1 s at 2,048 and 6.0–6.6 s at 8,192.
- */
-const SCAN_BATCH_ROWS = 4096;
-
-/**
- * A query's batches as they come, at most `maxBatchLength` rows each. This is what `for await` over a query runs,
- * with options; LanceDB documents `execute` as public but types it protected.
- */
-function streamOf(query: Query, maxBatchLength: number): AsyncIterable<RecordBatch> {
-  const executable = query as unknown as {
-    execute(options: Partial<QueryExecutionOptions>): AsyncGenerator<RecordBatch>;
-  };
-  return executable.execute({ maxBatchLength });
-}
 
 /** The largest row key of a batch read with the key column. */
 function maxKeyOf(batch: RecordBatch): bigint {
@@ -90,7 +73,7 @@ export class LanceSqlSource implements SqlSource {
     await lance.checkout(version);
     let query = lance.query().select([...columns, ROW_KEY]);
     if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
-    for await (const batch of streamOf(query, SCAN_BATCH_ROWS)) {
+    for await (const batch of streamOf(query, LOAD_BATCH_ROWS)) {
       if (batch.numRows === 0) continue;
       // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
       const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
