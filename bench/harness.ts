@@ -18,6 +18,8 @@ export interface Server {
   secret: string;
   /** POST; resolves with the body, rejects on any status but 200/201. */
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
+  /** GET, through the same connection pool as `post`. */
+  get(path: string): Promise<Buffer>;
   rssMb(): Promise<number>;
   /** Resident memory of the server's child processes (its upkeep process), in MB; 0 when none runs. */
   childrenRssMb(): number;
@@ -53,9 +55,9 @@ export async function startServer(
   // node:http rather than fetch: undici's fetch spends longer on a 16 MB body than the server does.
   const agent = new Agent({ keepAlive: true });
   const auth = { authorization: `Bearer ${secret}` };
-  const post = (path: string, body: Uint8Array | string | undefined, headers: Record<string, string> = JSON_BODY) =>
+  const send = (method: string, path: string, body: Uint8Array | string | undefined, headers: Record<string, string>) =>
     new Promise<Buffer>((resolve, reject) => {
-      const req = request(`${url}${path}`, { method: 'POST', agent, headers: { ...auth, ...headers } }, (res) => {
+      const req = request(`${url}${path}`, { method, agent, headers: { ...auth, ...headers } }, (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
@@ -70,7 +72,8 @@ export async function startServer(
   return {
     url,
     secret,
-    post,
+    post: (path, body, headers = JSON_BODY) => send('POST', path, body, headers),
+    get: (path) => send('GET', path, undefined, {}),
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);

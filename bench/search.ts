@@ -1,8 +1,9 @@
 /**
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
- * LanceDB, recall@10 of the vector leg against exact search, exact count of a two-term query, index build
- * and upkeep times, latency with 10% of rows unindexed, how long upkeep then takes to fold them in and latency
- * after, and server RSS.
+ * LanceDB, the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
+ * vector leg against exact search, exact count of a two-term query, index build and upkeep times, latency with
+ * 10% of rows unindexed (through HTTP, in process, and in process over the indexed rows alone), how long upkeep
+ * then takes to fold them in and latency after, and server RSS.
  * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
@@ -123,20 +124,25 @@ function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>): Ru
   };
 }
 
-/** The service's queries run on LanceDB in this process, with the same execution options as the service's reads. */
-function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueries>): Runner {
+/**
+ * The service's queries run on LanceDB in this process, with the same execution options as the service's reads.
+ * `indexedOnly`: Lance's `fastSearch()`, which skips rows no index covers yet (the service never does: API.md);
+ * it shows what the brute-force part of a search over fresh rows costs.
+ */
+function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueries>, indexedOnly = false): Runner {
+  const fast = <Q extends { fastSearch(): Q }>(query: Q): Q => (indexedOnly ? query.fastSearch() : query);
+  const text = (q: number) => fast(lance.query().fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body')));
+  const vector = (q: number) =>
+    fast(
+      lance
+        .vectorSearch(queries.vectors[q] ?? [])
+        .column('emb')
+        .distanceType('l2'),
+    );
   const textLeg = (q: number) =>
-    lance
-      .query()
-      .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
-      .select(['_rowkey', '_score', 'id'])
-      .limit(firstTextRead(K, false))
-      .toArrow(READ_OPTIONS);
+    text(q).select(['_rowkey', '_score', 'id']).limit(firstTextRead(K, false)).toArrow(READ_OPTIONS);
   const vectorLeg = (q: number) =>
-    lance
-      .vectorSearch(queries.vectors[q] ?? [])
-      .column('emb')
-      .distanceType('l2')
+    vector(q)
       .select(['_rowkey', 'id'])
       .limit(K + VECTOR_SLACK)
       .nprobes(NPROBES)
@@ -145,18 +151,9 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
   // With both legs the service reads only row ids and measures, then the winners' columns (src/engine/search.ts).
   const idsOf = (t: ArrowTable) => Array.from(t.getChild('_rowid')?.toArray() as BigUint64Array);
   const hybrid = async (q: number) => {
-    const [text, vector] = await Promise.all([
-      lance
-        .query()
-        .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
-        .select(['_score'])
-        .withRowId()
-        .limit(firstTextRead(HYBRID_WINDOW, true))
-        .toArrow(READ_OPTIONS),
-      lance
-        .vectorSearch(queries.vectors[q] ?? [])
-        .column('emb')
-        .distanceType('l2')
+    const [textHits, vectorHits] = await Promise.all([
+      text(q).select(['_score']).withRowId().limit(firstTextRead(HYBRID_WINDOW, true)).toArrow(READ_OPTIONS),
+      vector(q)
         .select(['_distance'])
         .withRowId()
         .limit(HYBRID_WINDOW + VECTOR_SLACK)
@@ -164,20 +161,14 @@ function inProcessRunner(lance: LanceTable, queries: ReturnType<typeof makeQueri
         .refineFactor(refineFactorFor(HYBRID_WINDOW + VECTOR_SLACK))
         .toArrow(READ_OPTIONS),
     ]);
-    const winners = [...idsOf(text).slice(0, K / 2), ...idsOf(vector).slice(0, K / 2)];
+    const winners = [...idsOf(textHits).slice(0, K / 2), ...idsOf(vectorHits).slice(0, K / 2)];
     return lance.takeRowIds(winners).select(['id']).toArrow(READ_OPTIONS);
   };
   return {
     text: (q) => textLeg(q),
     vector: (q) => vectorLeg(q),
     hybrid,
-    count: (q) =>
-      lance
-        .query()
-        .fullTextSearch(new MatchQuery(queries.texts[q] ?? '', 'body'))
-        .select([])
-        .limit(1e9)
-        .toArrow(READ_OPTIONS),
+    count: (q) => text(q).select([]).limit(1e9).toArrow(READ_OPTIONS),
   };
 }
 
@@ -211,6 +202,34 @@ const summary = (xs: number[]) => {
   const sorted = [...xs].sort((a, b) => a - b);
   return { p50: Number(percentile(sorted, 50).toFixed(2)), p99: Number(percentile(sorted, 99).toFixed(2)) };
 };
+/** p50 over HTTP against p50 in process, per kind of search. */
+const ratios = (http: Latencies, inProcess: Latencies) => ({
+  text: Number((summary(http.text).p50 / summary(inProcess.text).p50).toFixed(2)),
+  vector: Number((summary(http.vector).p50 / summary(inProcess.vector).p50).toFixed(2)),
+  hybrid: Number((summary(http.hybrid).p50 / summary(inProcess.hybrid).p50).toFixed(2)),
+});
+
+/**
+ * p50 round trips of requests that do no search, beside the searches' figures: what any request through HTTP
+ * costs here. `healthz` is a GET that the service answers without authentication; `schema` an authenticated
+ * POST with a JSON body that finds the table as a search does, and answers from the catalog.
+ */
+async function httpFloor(server: Server): Promise<{ healthz: number; schema: number }> {
+  const p50 = async (run: () => Promise<unknown>) => {
+    const times: number[] = [];
+    for (let i = 0; i < QUERIES + 20; i++) {
+      const start = performance.now();
+      await run();
+      if (i >= 20) times.push(performance.now() - start);
+    }
+    return summary(times).p50;
+  };
+  return {
+    healthz: await p50(() => server.get('/healthz')),
+    schema: await p50(() => server.post('/v1/schema/bench', JSON.stringify({ table_name: 'docs' }))),
+  };
+}
+
 const summarize = (l: Latencies) => ({
   text: summary(l.text),
   vector: summary(l.vector),
@@ -255,6 +274,8 @@ async function main(): Promise<void> {
   // Upkeep that commits meanwhile (an ANN index trained again) shares the machine with the measurement.
   const upkeepDuringMeasurement = (await tableVersions(dataDir, 'bench')) !== versionsBefore;
 
+  const floor = await httpFloor(server);
+
   let found = 0;
   for (let q = 0; q < RECALL_QUERIES; q++) {
     const query = queries.vectors[q] ?? [];
@@ -287,7 +308,15 @@ async function main(): Promise<void> {
   );
   await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
   const unindexed = await unindexedRows(lance);
-  const { http: httpUnindexed } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
+  const unindexedPhase = await measure(
+    {
+      http: httpRunner(server, queries),
+      inProcess: inProcessRunner(lance, queries),
+      indexedOnly: inProcessRunner(lance, queries, true),
+    },
+    queries.texts.length,
+  );
+  const httpUnindexed = unindexedPhase.http;
   const rssUnindexed = await server.rssMb();
   const upkeepRssUnindexed = server.childrenRssMb();
 
@@ -309,16 +338,16 @@ async function main(): Promise<void> {
     upkeep_committed_during_measurement: upkeepDuringMeasurement,
     http_ms: summarize(http),
     in_process_ms: summarize(inProcess),
-    ratio_http_vs_in_process_p50: {
-      text: Number((summary(http.text).p50 / summary(inProcess.text).p50).toFixed(2)),
-      vector: Number((summary(http.vector).p50 / summary(inProcess.vector).p50).toFixed(2)),
-      hybrid: Number((summary(http.hybrid).p50 / summary(inProcess.hybrid).p50).toFixed(2)),
-    },
+    ratio_http_vs_in_process_p50: ratios(http, inProcess),
+    http_floor_ms: floor,
     recall_at_10_vector_leg: Number((found / (RECALL_QUERIES * K)).toFixed(3)),
     count_two_terms: { query: queries.texts[0], hits: countHits.count },
     with_10pct_unindexed: {
       unindexed_rows: unindexed,
       http_ms: summarize(httpUnindexed),
+      in_process_ms: summarize(unindexedPhase.inProcess),
+      ratio_http_vs_in_process_p50: ratios(httpUnindexed, unindexedPhase.inProcess),
+      in_process_indexed_rows_only_ms: summarize(unindexedPhase.indexedOnly),
       hybrid_p50_vs_indexed: Number((summary(httpUnindexed.hybrid).p50 / summary(http.hybrid).p50).toFixed(2)),
       upkeep_fold_seconds: Number(foldSeconds.toFixed(1)),
       http_ms_after_fold: summarize(httpFolded),
