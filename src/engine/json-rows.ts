@@ -1,4 +1,4 @@
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
@@ -57,8 +57,8 @@ function workerUrl(): URL {
   const here = fileURLToPath(import.meta.url);
   if (!here.endsWith('.ts')) return new URL('./json-rows-worker.js', import.meta.url);
   const at = here.lastIndexOf('/src/');
-  return new URL(
-    `file://${here.slice(0, at)}/dist/${here.slice(at + 5).replace(/json-rows\.ts$/, 'json-rows-worker.js')}`,
+  return pathToFileURL(
+    `${here.slice(0, at)}/dist/${here.slice(at + 5).replace(/json-rows\.ts$/, 'json-rows-worker.js')}`,
   );
 }
 
