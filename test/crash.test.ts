@@ -111,7 +111,15 @@ test(`updates killed with SIGKILL ${KILLS} times leave every row set wholly old 
       }
     };
     const writers = [0, 1, 2].map((w) => writer((round + w * 2) % GROUPS));
-    await new Promise((resolve) => setTimeout(resolve, 30 + rand() * 400));
+    // The kill lands a random while after the round's first acknowledged write, not after a fixed start: on a
+    // slow machine the first update after a restart (which opens the table) can outlast a fixed delay, and a
+    // round without acknowledged writes tests nothing.
+    const before = acks;
+    for (let waited = 0; acks === before; waited += 5) {
+      if (waited > 60_000) throw new Error(`no update was acknowledged within a minute in round ${round}`);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, rand() * 400));
     await kill();
     running = false;
     await Promise.all(writers);
