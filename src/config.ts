@@ -9,7 +9,14 @@ export interface Config {
   bootstrapKey: string | undefined;
   localStorage: boolean;
   allowInsecureEndpoints: boolean;
+  /**
+   * Whether an S3 binding without `role_arn` may use the server's own AWS identity. Off by default: on a
+   * hosted node that identity reaches other customers' buckets, so any account could bind them (ext).
+   */
+  allowServerIdentity: boolean;
   maxBodyBytes: number;
+  /** How long a request body may go without a byte arriving before the connection is closed (ext). */
+  bodyIdleMs: number;
   sqlTimeoutMs: number;
   sqlMaxRows: number;
   /** DuckDB memory limit of each database's SQL engine, MiB; beyond it queries spill or fail (ext). */
@@ -21,6 +28,10 @@ export interface Config {
   workerIdleMs: number;
   /** Requests per minute per API key before 429 (ext). */
   rateLimitPerMinute: number;
+  /** Failed authentications per minute per client address before 429 (ext). */
+  authFailuresPerMinute: number;
+  /** Per-tenant limits (ext): what one account may hold and run, so that it cannot starve the others. */
+  limits: TenantLimits;
   /** Pause between index upkeep passes of a database (ext). */
   upkeepIntervalMs: number;
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
@@ -33,6 +44,19 @@ export interface Config {
   controlUrl: string | undefined;
   logLevel: string;
   aws: AwsConfig;
+}
+
+export interface TenantLimits {
+  /** Databases one account may register. */
+  databasesPerAccount: number;
+  /** Tables one database may hold. */
+  tablesPerDatabase: number;
+  /** Requests of one account running at once on a node; more wait for nothing and get 429. */
+  concurrentRequestsPerAccount: number;
+  /** Share (percent) of a node's database workers one account's databases may hold. */
+  workerSharePercent: number;
+  /** Bytes a SQL result or a row reply may encode to; larger ones are refused with 400. */
+  maxResultBytes: number;
 }
 
 /** The server's own AWS identity and where STS lives; customer endpoints are per binding, not here. */
@@ -56,7 +80,15 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'bootstrap-key': 'STRATA_BOOTSTRAP_KEY',
   'local-storage': 'STRATA_LOCAL_STORAGE',
   'allow-insecure-endpoints': 'STRATA_ALLOW_INSECURE_ENDPOINTS',
+  'allow-server-identity': 'STRATA_ALLOW_SERVER_IDENTITY',
   'max-body-bytes': 'STRATA_MAX_BODY_BYTES',
+  'body-idle-ms': 'STRATA_BODY_IDLE_MS',
+  'auth-failures-per-minute': 'STRATA_AUTH_FAILURES_PER_MINUTE',
+  'max-databases-per-account': 'STRATA_MAX_DATABASES_PER_ACCOUNT',
+  'max-tables-per-database': 'STRATA_MAX_TABLES_PER_DATABASE',
+  'max-concurrent-requests-per-account': 'STRATA_MAX_CONCURRENT_REQUESTS_PER_ACCOUNT',
+  'max-worker-share-percent': 'STRATA_MAX_WORKER_SHARE_PERCENT',
+  'max-result-bytes': 'STRATA_MAX_RESULT_BYTES',
   'sql-timeout-ms': 'STRATA_SQL_TIMEOUT_MS',
   'sql-max-rows': 'STRATA_SQL_MAX_ROWS',
   'sql-memory-mb': 'STRATA_SQL_MEMORY_MB',
@@ -100,6 +132,12 @@ function integer(env: Env, name: string, fallback: number, min: number): number 
   return Number(raw);
 }
 
+function percent(env: Env, name: string, fallback: number): number {
+  const value = integer(env, name, fallback, 1);
+  if (value > 100) throw new ConfigError(`${name} must be a percentage from 1 to 100, got "${value}"`);
+  return value;
+}
+
 function flag(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -125,7 +163,9 @@ export function loadConfig(env: Env): Config {
     bootstrapKey,
     localStorage: flag(env, 'STRATA_LOCAL_STORAGE', true),
     allowInsecureEndpoints: flag(env, 'STRATA_ALLOW_INSECURE_ENDPOINTS', false),
+    allowServerIdentity: flag(env, 'STRATA_ALLOW_SERVER_IDENTITY', false),
     maxBodyBytes: integer(env, 'STRATA_MAX_BODY_BYTES', 256 * 1024 * 1024, 1),
+    bodyIdleMs: integer(env, 'STRATA_BODY_IDLE_MS', 30_000, 100),
     sqlTimeoutMs: integer(env, 'STRATA_SQL_TIMEOUT_MS', 30_000, 1),
     sqlMaxRows: integer(env, 'STRATA_SQL_MAX_ROWS', 1_000_000, 1),
     sqlMemoryMb: integer(env, 'STRATA_SQL_MEMORY_MB', 4096, 64),
@@ -133,6 +173,14 @@ export function loadConfig(env: Env): Config {
     maxActiveDatabases: integer(env, 'STRATA_MAX_ACTIVE_DATABASES', 64, 1),
     workerIdleMs: integer(env, 'STRATA_WORKER_IDLE_MS', 300_000, 1),
     rateLimitPerMinute: integer(env, 'STRATA_RATE_LIMIT_PER_MINUTE', 60_000, 1),
+    authFailuresPerMinute: integer(env, 'STRATA_AUTH_FAILURES_PER_MINUTE', 60, 1),
+    limits: {
+      databasesPerAccount: integer(env, 'STRATA_MAX_DATABASES_PER_ACCOUNT', 100, 1),
+      tablesPerDatabase: integer(env, 'STRATA_MAX_TABLES_PER_DATABASE', 1000, 1),
+      concurrentRequestsPerAccount: integer(env, 'STRATA_MAX_CONCURRENT_REQUESTS_PER_ACCOUNT', 64, 1),
+      workerSharePercent: percent(env, 'STRATA_MAX_WORKER_SHARE_PERCENT', 50),
+      maxResultBytes: integer(env, 'STRATA_MAX_RESULT_BYTES', 512 * 1024 * 1024, 1024),
+    },
     upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),

@@ -56,7 +56,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const storage = {
     dataDir: config.dataDir,
     aws: config.aws,
-    policy: { localStorage: config.localStorage, allowInsecureEndpoints: config.allowInsecureEndpoints },
+    policy: {
+      localStorage: config.localStorage,
+      allowInsecureEndpoints: config.allowInsecureEndpoints,
+      allowServerIdentity: config.allowServerIdentity,
+    },
   };
   const metrics = new ServiceMetrics();
   const workers = new WorkerPool({

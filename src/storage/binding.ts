@@ -18,6 +18,8 @@ export type Binding =
 export interface BindingPolicy {
   localStorage: boolean;
   allowInsecureEndpoints: boolean;
+  /** Whether an S3 binding without `role_arn` may use the server's own identity (`STRATA_ALLOW_SERVER_IDENTITY`). */
+  allowServerIdentity: boolean;
   resolve?: Resolver;
 }
 
