@@ -29,7 +29,12 @@ describe('register', () => {
     const res = await local('alpha');
 
     expect(res.status).toBe(201);
-    expect(res.json).toEqual({ name: 'alpha', created_ms: expect.any(Number), state: 'unverified' });
+    expect(res.json).toEqual({
+      name: 'alpha',
+      created_ms: expect.any(Number),
+      state: 'unverified',
+      external_id: expect.stringMatching(/^ext_[0-9a-f]{32}$/),
+    });
     expect(res.json.created_ms).toBeGreaterThanOrEqual(before);
   });
 
@@ -112,7 +117,7 @@ describe('list', () => {
   test('lists only this account, sorted by name', async () => {
     const own = await strata.as('lister');
     for (const name of ['zeta', 'Beta', 'alpha', 'beta-2']) {
-      await own.post('/v1/databases', { name, storage: { provider: 'local', bucket: 'l' } });
+      await own.post('/v1/databases', { name, storage: { provider: 'local', bucket: `l-${name}` } });
     }
 
     const res = await own.get<{ databases: { name: string; state: string }[] }>('/v1/databases');
@@ -218,15 +223,22 @@ describe('verify', () => {
 });
 
 describe('delete', () => {
-  test('removes the database; its files stay unless purge=true', async () => {
+  test('removes the database; purge=true deletes the datasets it wrote and nothing else', async () => {
     await activeLocalDatabase(api, 'keepme');
     await activeLocalDatabase(api, 'purgeme');
+    const tables = (name: string) => join(strata.dataDir, 'buckets', name, 'tables');
     for (const name of ['keepme', 'purgeme']) {
-      const dir = join(strata.dataDir, 'buckets', name, 'tables', 't.lance');
-      mkdirSync(dir, { recursive: true });
-      writeFileSync(join(dir, 'data.lance'), 'rows');
+      const created = await api.post(`/v1/create_table/${name}`, {
+        table_name: 'own',
+        schema: [{ name: 'id', type: 'i64' }],
+      });
+      expect(created.status).toBe(200);
+      // What the database did not write: a dataset folder it never created, and the customer's own file.
+      mkdirSync(join(tables(name), 't.lance'), { recursive: true });
+      writeFileSync(join(tables(name), 't.lance', 'data.lance'), 'rows');
       writeFileSync(join(strata.dataDir, 'buckets', name, 'customer.txt'), 'theirs');
     }
+    expect(readdirSync(tables('purgeme'))).toHaveLength(2);
 
     const kept = await api.del('/v1/databases/keepme');
     const purged = await api.del('/v1/databases/purgeme?purge=true');
@@ -234,8 +246,9 @@ describe('delete', () => {
     expect(kept.status).toBe(200);
     expect(kept.json).toEqual({ name: 'keepme', purged: false });
     expect(purged.json).toEqual({ name: 'purgeme', purged: true });
-    expect(existsSync(join(strata.dataDir, 'buckets', 'keepme', 'tables', 't.lance', 'data.lance'))).toBe(true);
-    expect(readdirSync(join(strata.dataDir, 'buckets', 'purgeme'))).toEqual(['customer.txt']);
+    expect(readdirSync(tables('keepme'))).toHaveLength(2);
+    expect(readdirSync(tables('purgeme'))).toEqual(['t.lance']);
+    expect(existsSync(join(strata.dataDir, 'buckets', 'purgeme', 'customer.txt'))).toBe(true);
     expect(await stateOf(api, 'keepme')).toBeUndefined();
     expect((await api.del('/v1/databases/keepme')).status).toBe(404);
   });
@@ -275,7 +288,9 @@ describe('tenancy', () => {
     expect(list.json.databases).toEqual([]);
     expect(own.status).toBe(201);
     const after = await other.get<{ databases: { state: string }[] }>('/v1/databases');
-    expect(after.json.databases).toEqual([{ name: 'private', created_ms: expect.any(Number), state: 'unverified' }]);
+    expect(after.json.databases).toEqual([
+      { name: 'private', created_ms: expect.any(Number), state: 'unverified', external_id: expect.any(String) },
+    ]);
     expect(await stateOf(api, 'private')).toBe('active');
   });
 });

@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { addressRefusal, endpointRefusal } from '../src/storage/endpoint.js';
 import { type Client, startStrata, type TestServer } from './support/server.js';
 
+/** Every binding names a role: the server's own identity is not lent to accounts (tested in s3.test.ts). */
+const ROLE = 'arn:aws:iam::123456789012:role/strata';
+
 let strata: TestServer;
 let api: Client;
 
@@ -20,6 +23,12 @@ describe('storage endpoints never point the server at its own network', () => {
     ['a private address', 'https://10.0.0.1'],
     ['a hostname resolving to loopback', 'https://localhost:9000'],
     ['an IPv4-mapped loopback', 'https://[::ffff:127.0.0.1]'],
+    ['an IPv4-compatible loopback', 'https://[::127.0.0.1]'],
+    ['an IPv4-compatible loopback in hex', 'https://[::7f00:1]'],
+    ['loopback as a decimal integer', 'https://2130706433'],
+    ['loopback in hex', 'https://0x7f.1'],
+    ['loopback as an octal integer', 'https://017700000001'],
+    ['the metadata address through NAT64', 'https://[64:ff9b::169.254.169.254]'],
     ['the unspecified address', 'https://0.0.0.0'],
     ['a unique-local IPv6', 'https://[fd00::1]'],
     ['plain http to a public host', 'http://s3.amazonaws.com'],
@@ -28,7 +37,7 @@ describe('storage endpoints never point the server at its own network', () => {
   ])('%s is refused with 422', async (_, endpoint) => {
     const res = await api.post('/v1/databases', {
       name: 'ssrf',
-      storage: { provider: 's3', bucket: 'bucket', endpoint },
+      storage: { provider: 's3', bucket: 'bucket', endpoint, role_arn: ROLE },
     });
 
     expect(res.status).toBe(422);
@@ -38,7 +47,7 @@ describe('storage endpoints never point the server at its own network', () => {
   test('a public https endpoint given as an address is accepted', async () => {
     const res = await api.post('/v1/databases', {
       name: 'public-ip',
-      storage: { provider: 's3', bucket: 'bucket', endpoint: 'https://52.216.0.1' },
+      storage: { provider: 's3', bucket: 'bucket', endpoint: 'https://52.216.0.1', role_arn: ROLE },
     });
 
     expect(res.status).toBe(201);

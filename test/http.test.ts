@@ -161,7 +161,10 @@ describe('faults of the service itself', () => {
       expect((await broken.withAuth(undefined).get('/healthz')).status).toBe(200);
       expect(ready.status).toBe(503);
       expect(res.status).toBe(500);
-      expect(res.json).toEqual({ error: `internal error (request id ${res.headers.get('x-request-id')})` });
+      expect(res.json).toEqual({
+        code: 'internal',
+        error: `internal error (request id ${res.headers.get('x-request-id')})`,
+      });
     } finally {
       await broken.close();
     }

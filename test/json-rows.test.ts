@@ -115,9 +115,22 @@ describe('JSON rows converted on a thread of their own', () => {
     parser = new JsonThread(0);
     const batch = batchFromJson(schema, rows);
 
-    const text = await parser.encode(arrow.tableToIPC(new arrow.Table([batch]), 'stream'));
+    const text = await parser.encode(arrow.tableToIPC(new arrow.Table([batch]), 'stream'), 1 << 20);
 
     expect(Buffer.from(text).toString('utf8')).toBe(jsonText([batch]));
+  });
+
+  test('a reply longer as JSON than its cap is refused there as result_too_large, and the thread lives on', async () => {
+    parser = new JsonThread(0);
+    const ipc = () => arrow.tableToIPC(new arrow.Table([batchFromJson(schema, rows)]), 'stream');
+
+    const refused = await parser.encode(ipc(), 16).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+
+    expect(refused).toMatchObject({ status: 400, code: 'result_too_large' });
+    expect((await parser.encode(ipc(), 1 << 20)).byteLength).toBeGreaterThan(16);
   });
 
   test('once closed, it refuses bodies', async () => {

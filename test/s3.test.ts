@@ -1,7 +1,10 @@
 import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { type Binding, bindingFrom, SERVER_IDENTITY_REFUSED } from '../src/storage/binding.js';
 import { assumeRoleCredentials } from '../src/storage/credentials.js';
+import { openObjects } from '../src/storage/open.js';
+import { bindingCredentials } from '../src/storage/s3.js';
 import { type LocalS3, S3RVER_KEY, startS3 } from './support/s3.js';
 import { type Client, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
 import { type StsDouble, startStsDouble } from './support/sts-double.js';
@@ -16,8 +19,16 @@ let strata: TestServer;
 let api: Client;
 let admin: S3Client;
 
-/** A server that reaches s3rver (a loopback endpoint) and assumes roles through the STS double. */
-const serverEnv = () => ({ ...S3RVER_KEY, STRATA_ALLOW_INSECURE_ENDPOINTS: '1', STRATA_STS_ENDPOINT: sts.endpoint });
+/**
+ * A server that reaches s3rver (a loopback endpoint) and assumes roles through the STS double; s3rver buckets
+ * without a role are reached through the server's own identity, which it allows.
+ */
+const serverEnv = (allowServerIdentity = true) => ({
+  ...S3RVER_KEY,
+  STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+  STRATA_STS_ENDPOINT: sts.endpoint,
+  ...(allowServerIdentity ? { STRATA_ALLOW_SERVER_IDENTITY: '1' } : {}),
+});
 
 beforeAll(async () => {
   s3 = await startS3(['strata-test']);
@@ -106,6 +117,7 @@ describe('the s3 provider against a real S3 protocol server', () => {
       AWS_ACCESS_KEY_ID: 'NOT-A-KEY',
       AWS_SECRET_ACCESS_KEY: 'nope',
       STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+      STRATA_ALLOW_SERVER_IDENTITY: '1',
     });
     try {
       const other = await wrong.as('acme');
@@ -126,13 +138,14 @@ describe('the s3 provider against a real S3 protocol server', () => {
 
   test('role_arn is assumed through STS with the server identity, and S3 is reached with the role', async () => {
     const before = sts.calls.length;
-    await s3Database('with-role', { role_arn: ROLE });
+    const created = await s3Database('with-role', { role_arn: ROLE });
 
     const res = await api.post('/v1/databases/with-role/storage/verify');
 
     expect(res.status).toBe(200);
     const call = sts.calls[before];
-    expect(call).toMatchObject({ roleArn: ROLE, signedBy: 'S3RVER' });
+    expect(created.json.external_id).toEqual(expect.any(String));
+    expect(call).toMatchObject({ roleArn: ROLE, signedBy: 'S3RVER', externalId: created.json.external_id });
     expect(call?.sessionName).toMatch(/^strata-/);
   });
 
@@ -166,17 +179,33 @@ describe('the s3 provider against a real S3 protocol server', () => {
   test('requester_pays is accepted and sent; purge deletes only what the service wrote', async () => {
     await s3Database('payer', { requester_pays: true });
     expect((await api.post('/v1/databases/payer/storage/verify')).status).toBe(200);
+    await eventually(
+      () => stateOf(api, 'payer'),
+      (state) => state === 'active',
+    );
+    expect(
+      (await tablesOf(api, 'payer').create({ table_name: 'own', schema: [{ name: 'id', type: 'i64' }] })).status,
+    ).toBe(200);
     const put = (Key: string) => admin.send(new PutObjectCommand({ Bucket: 'strata-test', Key, Body: 'x' }));
+    // Objects under the prefix that this database did not write: a foreign dataset, a probe, the customer's file.
     await put('tenants/payer/tables/t1.lance/data/0.lance');
     await put('tenants/payer/_strata/verify/old.probe');
     await put('tenants/payer/customer-own.csv');
+    const listed = async () =>
+      ((await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/payer/' }))).Contents ?? [])
+        .map((o) => o.Key)
+        .sort();
+    expect((await listed()).length).toBeGreaterThan(3);
 
     const res = await api.del('/v1/databases/payer?purge=true');
 
     expect(res.status).toBe(200);
     expect(res.json).toEqual({ name: 'payer', purged: true });
-    const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/payer/' }));
-    expect((left.Contents ?? []).map((o) => o.Key)).toEqual(['tenants/payer/customer-own.csv']);
+    expect(await listed()).toEqual([
+      'tenants/payer/_strata/verify/old.probe',
+      'tenants/payer/customer-own.csv',
+      'tenants/payer/tables/t1.lance/data/0.lance',
+    ]);
   });
 });
 
@@ -188,10 +217,28 @@ describe('an unreachable bucket', () => {
     });
 
     const verify = await api.post('/v1/databases/gone-bucket/storage/verify');
+    // A dataset recorded as written, as a table creation records it, so that purge has something to reach.
+    const store = strata.app.ctx.store;
+    const db = await store.findDatabase((await store.ensureAccount('acme')).id, 'gone-bucket');
+    await store.insertTable({
+      databaseId: db?.id ?? '',
+      name: 'lost',
+      tableId: 't_lost',
+      schemaIpc: '',
+      indexes: '{}',
+      createdMs: Date.now(),
+      state: 'creating',
+    });
     const purge = await api.del('/v1/databases/gone-bucket?purge=true');
 
     expect(verify.status).toBe(422);
-    expect(verify.json.error).toMatch(/^storage verification failed at put/);
+    expect(verify.json.error).toBe(
+      'storage verification failed at put: EndpointUnreachable: the storage endpoint could not be reached',
+    );
+    expect(verify.json.code).toBe('verification_failed');
+    expect(verify.json.provider_code).toBe('EndpointUnreachable');
+    // Nothing of the socket's own failure (address, port, errno) reaches the customer: no network oracle.
+    expect(JSON.stringify(verify.json)).not.toMatch(/ECONNREFUSED|127\.0\.0\.1/);
     expect(purge.status).toBe(503);
     expect(Number(purge.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(purge.json.error).toMatch(/the bucket could not be reached/);
@@ -319,7 +366,7 @@ describe('assumed-role credentials', () => {
     });
     try {
       const config = loadConfig({ ...S3RVER_KEY, STRATA_STS_ENDPOINT: shortLived.endpoint });
-      const credentials = assumeRoleCredentials(ROLE, config.aws, 'strata-test');
+      const credentials = assumeRoleCredentials({ roleArn: ROLE, externalId: 'ext-test' }, config.aws, 'strata-test');
 
       const first = await credentials();
       const again = await credentials();
@@ -334,5 +381,89 @@ describe('assumed-role credentials', () => {
     } finally {
       await shortLived.close();
     }
+  });
+});
+
+describe('the server identity is not lent to accounts (confused deputy)', () => {
+  test('without STRATA_ALLOW_SERVER_IDENTITY an s3 binding without role_arn is 422 saying why; with one it is 201', async () => {
+    const strict = await startStrata(serverEnv(false));
+    try {
+      const client = await strict.as('acme');
+      const storage = { provider: 's3', bucket: 'strata-test', endpoint: s3.endpoint };
+
+      const own = await client.post('/v1/databases', { name: 'own-identity', storage });
+      const role = await client.post('/v1/databases', { name: 'by-role', storage: { ...storage, role_arn: ROLE } });
+
+      expect(own.status).toBe(422);
+      expect(own.json.error).toBe(SERVER_IDENTITY_REFUSED);
+      expect(own.json.error).toMatch(/role_arn.*STRATA_ALLOW_SERVER_IDENTITY/);
+      expect(role.status).toBe(201);
+    } finally {
+      await strict.close();
+    }
+  });
+
+  test('a binding stored while the server allowed its identity is refused once it no longer does', async () => {
+    const config = loadConfig({ ...S3RVER_KEY, STRATA_ALLOW_INSECURE_ENDPOINTS: '1' });
+    const binding: Binding = {
+      provider: 's3',
+      bucket: 'strata-test',
+      region: 'us-east-1',
+      endpoint: s3.endpoint,
+      prefix: 'tenants/old',
+      roleArn: null,
+      externalId: '',
+      requesterPays: false,
+    };
+    const env = (allowServerIdentity: boolean) => ({
+      dataDir: strata.dataDir,
+      aws: config.aws,
+      policy: { localStorage: true, allowInsecureEndpoints: true, allowServerIdentity },
+    });
+
+    await expect(openObjects(binding, env(false), 'strata-old')).rejects.toMatchObject({
+      status: 422,
+      message: SERVER_IDENTITY_REFUSED,
+    });
+    await expect(openObjects(binding, env(true), 'strata-old')).resolves.toBeDefined();
+  });
+
+  test("AssumeRole carries the account's external id, kept in the binding", async () => {
+    const config = loadConfig({ ...S3RVER_KEY, STRATA_STS_ENDPOINT: sts.endpoint });
+    const policy = { localStorage: true, allowInsecureEndpoints: true, allowServerIdentity: false };
+    const binding = await bindingFrom(
+      { provider: 's3', bucket: 'strata-test', endpoint: s3.endpoint, role_arn: ROLE },
+      policy,
+      'ext-acme-7f3a',
+    );
+    if (binding.provider !== 's3') throw new Error('expected an s3 binding');
+    const before = sts.calls.length;
+
+    await bindingCredentials(binding, config.aws, 'strata-ext')?.();
+
+    expect(binding.externalId).toBe('ext-acme-7f3a');
+    expect(sts.calls.slice(before)).toEqual([
+      { roleArn: ROLE, sessionName: 'strata-ext', externalId: 'ext-acme-7f3a', signedBy: 'S3RVER' },
+    ]);
+  });
+
+  test('a binding stored before external ids existed assumes its role without one', async () => {
+    const config = loadConfig({ ...S3RVER_KEY, STRATA_STS_ENDPOINT: sts.endpoint });
+    const stored = JSON.parse(
+      JSON.stringify({
+        provider: 's3',
+        bucket: 'strata-test',
+        region: 'us-east-1',
+        endpoint: s3.endpoint,
+        prefix: '',
+        roleArn: ROLE,
+        requesterPays: false,
+      }),
+    ) as Extract<Binding, { provider: 's3' }>;
+    const before = sts.calls.length;
+
+    await bindingCredentials(stored, config.aws, 'strata-legacy')?.();
+
+    expect(sts.calls.slice(before)).toMatchObject([{ roleArn: ROLE, externalId: undefined }]);
   });
 });

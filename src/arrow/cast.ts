@@ -6,9 +6,30 @@ const { Type, Precision } = arrow;
 
 /** A column of `n` nulls of any type. */
 export function nullData(type: DataType, n: number): Data {
+  const allNull = { length: n, nullCount: n, nullBitmap: new Uint8Array(Math.ceil(n / 8)) };
+  // Arrow JS's builders append no child values for a null list entry; Arrow (and Lance) require
+  // `listSize` child slots per entry, null or not, and a child per struct field of the struct's length.
+  if (type.typeId === Type.FixedSizeList) {
+    const list = type as InstanceType<typeof arrow.FixedSizeList>;
+    const child = list.children[0]?.type as DataType;
+    return arrow.makeData({ ...allNull, type: list, child: filler(child, n * list.listSize) });
+  }
+  if (type.typeId === Type.Struct) {
+    const struct = type as InstanceType<typeof arrow.Struct>;
+    return arrow.makeData({ ...allNull, type: struct, children: struct.children.map((f) => nullData(f.type, n)) });
+  }
   const builder = arrow.makeBuilder({ type, nullValues: [null, undefined] });
   for (let i = 0; i < n; i++) builder.append(null);
   return builder.finish().flush();
+}
+
+/** Child slots under null parents: zeros where the type is a plain number (a vector's floats), else nulls. */
+function filler(type: DataType, n: number): Data {
+  if (type.typeId === Type.Float || type.typeId === Type.Int) {
+    const numeric = type as InstanceType<typeof arrow.Float>;
+    return arrow.makeData({ type: numeric, length: n, nullCount: 0, data: new numeric.ArrayType(n) as never });
+  }
+  return nullData(type, n);
 }
 
 // Arrow JS slices value and offset buffers along with Data: index them from 0; `offset` is for validity bits.

@@ -1,10 +1,10 @@
 import type { Data, DataType, RecordBatch, Table } from 'apache-arrow';
+import { ResultTooLarge } from '../errors.js';
 import { arrow } from './arrow.js';
 import { UNITS_PER_SECOND } from './from-json.js';
 
 const { Type, Precision } = arrow;
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
-const MS_PER_DAY = 86_400_000;
 const decoder = new TextDecoder();
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
@@ -19,16 +19,47 @@ function float(value: number): number | string {
   return Number.isNaN(value) ? 'NaN' : value > 0 ? 'Infinity' : '-Infinity';
 }
 
+/** Floor division and its non-negative remainder. */
+function divide(value: bigint, by: bigint): [bigint, bigint] {
+  let quotient = value / by;
+  let rest = value % by;
+  if (rest < 0n) {
+    rest += by;
+    quotient -= 1n;
+  }
+  return [quotient, rest];
+}
+
+const two = (n: number): string => String(n).padStart(2, '0');
+
+/**
+ * `YYYY-MM-DD` of a day count since 1970-01-01, in the proleptic Gregorian calendar, for any day an Arrow
+ * date or timestamp can hold (JS `Date` stops at ±275,760 years). Years outside 0000–9999 are written as
+ * ISO 8601 writes them: a sign and at least six digits. The civil-from-days algorithm of H. Hinnant.
+ */
+export function isoDate(days: bigint): string {
+  const z = days + 719_468n;
+  const [era, doe] = divide(z, 146_097n);
+  const yoe = (doe - doe / 1460n + doe / 36_524n - doe / 146_096n) / 365n;
+  const doy = doe - (365n * yoe + yoe / 4n - yoe / 100n);
+  const mp = (5n * doy + 2n) / 153n;
+  const day = Number(doy - (153n * mp + 2n) / 5n + 1n);
+  const month = Number(mp < 10n ? mp + 3n : mp - 9n);
+  const year = yoe + era * 400n + (month <= 2 ? 1n : 0n);
+  const y =
+    year >= 0n && year <= 9999n
+      ? year.toString().padStart(4, '0')
+      : `${year < 0n ? '-' : '+'}${(year < 0n ? -year : year).toString().padStart(6, '0')}`;
+  return `${y}-${two(month)}-${two(day)}`;
+}
+
 /** RFC 3339 in UTC with `Z`, with as many fraction digits as the unit carries. */
 export function formatTimestamp(value: bigint, unit: number): string {
   const per = UNITS_PER_SECOND[unit] ?? 1000n;
-  let seconds = value / per;
-  let fraction = value % per;
-  if (fraction < 0n) {
-    fraction += per;
-    seconds -= 1n;
-  }
-  const iso = new Date(Number(seconds) * 1000).toISOString().slice(0, 19);
+  const [seconds, fraction] = divide(value, per);
+  const [days, secondOfDay] = divide(seconds, 86_400n);
+  const s = Number(secondOfDay);
+  const iso = `${isoDate(days)}T${two(Math.floor(s / 3600))}:${two(Math.floor(s / 60) % 60)}:${two(s % 60)}`;
   const digits = per.toString().length - 1;
   return digits === 0 ? `${iso}Z` : `${iso}.${fraction.toString().padStart(digits, '0')}Z`;
 }
@@ -119,8 +150,12 @@ export function dataToJson(data: Data): JsonValue[] {
     case Type.Date: {
       const days = (type as InstanceType<typeof arrow.Date_>).unit === arrow.DateUnit.DAY;
       for (let i = 0; i < n; i++) {
-        const v = Number(values[i]);
-        out[i] = isValid(i) ? new Date(days ? v * MS_PER_DAY : v).toISOString().slice(0, days ? 10 : 24) : null;
+        if (!isValid(i)) {
+          out[i] = null;
+          continue;
+        }
+        const v = BigInt(values[i] ?? 0);
+        out[i] = days ? isoDate(v) : formatTimestamp(v, arrow.TimeUnit.MILLISECOND);
       }
       return out;
     }
@@ -210,7 +245,30 @@ export function rowsToJson(source: Table | readonly RecordBatch[]): Record<strin
   return rows;
 }
 
-/** The `{"data": [row, ...]}` text of rows, as a row-returning endpoint answers in JSON. */
-export function jsonText(source: Table | readonly RecordBatch[]): string {
-  return JSON.stringify({ data: rowsToJson(source) });
+/** The longest string V8 makes (2^29 − 24 UTF-16 units), less room for the envelope. */
+export const MAX_JSON_TEXT = 2 ** 29 - 64;
+
+/**
+ * The `{"data": [row, ...]}` text of rows, as a row-returning endpoint answers in JSON, row by row so that a
+ * text longer than `maxChars` (or than V8 can hold) is refused as soon as it passes the bound.
+ */
+export function jsonText(source: Table | readonly RecordBatch[], maxChars = MAX_JSON_TEXT): string {
+  const bound = Math.min(maxChars, MAX_JSON_TEXT);
+  const tooLarge = () => new ResultTooLarge(bound, 'the reply as JSON');
+  const parts: string[] = [];
+  let length = 0;
+  try {
+    for (const row of rowsToJson(source)) {
+      const text = JSON.stringify(row);
+      length += text.length + 1;
+      if (length > bound) throw tooLarge();
+      parts.push(text);
+    }
+  } catch (err) {
+    // A single value past V8's string limit fails as it is decoded or stringified.
+    const code = (err as { code?: unknown }).code;
+    if (err instanceof RangeError || code === 'ERR_STRING_TOO_LONG') throw tooLarge();
+    throw err;
+  }
+  return `{"data":[${parts.join(',')}]}`;
 }

@@ -7,8 +7,11 @@ export const NAME_RULE = '1–128 characters of A-Z a-z 0-9 _ -, not starting wi
 export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 128 });
 
 export const ErrorBody = Type.Object(
-  { error: Type.String() },
-  { additionalProperties: true, description: 'One clear sentence naming what was wrong' },
+  {
+    error: Type.String({ description: 'One clear sentence naming what was wrong; the wording may change' }),
+    code: Type.String({ description: 'A stable snake_case code to branch on (e.g. limit_exceeded)' }),
+  },
+  { additionalProperties: true, description: 'What was wrong' },
 );
 
 /** Human wording for the patterns the contract uses, so a 400 explains the rule instead of a regex. */

@@ -48,6 +48,9 @@ export const DatabaseSummary = Type.Object({
   name: Type.String(),
   created_ms: Type.Integer(),
   state: DatabaseState,
+  external_id: Type.String({
+    description: "The account's external id: AssumeRole passes it as ExternalId, for the role's trust policy",
+  }),
 });
 
 export const DatabaseList = Type.Object({ databases: Type.Array(DatabaseSummary) });

@@ -3,13 +3,14 @@ import type { Static } from 'typebox';
 import type { DatabaseSummary as DatabaseSummaryBody, RegisterDatabaseBody } from '../contract/databases.js';
 import { Conflict, NotFound, Unprocessable } from '../errors.js';
 import { bindingFrom } from '../storage/binding.js';
+import { TABLES_PREFIX } from '../storage/lance.js';
 import type { ObjectStore } from '../storage/objects.js';
 import { openObjects, type StorageEnv } from '../storage/open.js';
-import { SERVICE_PREFIX, type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
+import { type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
 import type { ControlStore, DatabaseRecord } from './store.js';
 
-/** Where the service's data lives inside a binding; purge deletes exactly these. */
-const SERVICE_PREFIXES = ['tables', SERVICE_PREFIX] as const;
+/** The folder of a dataset the database created, relative to the binding prefix: all that purge deletes. */
+const datasetPrefix = (tableId: string): string => `${TABLES_PREFIX}/${tableId}.lance/`;
 
 /** What the databases service asks of whoever runs the workers. */
 export interface WorkerPlacement {
@@ -19,10 +20,11 @@ export interface WorkerPlacement {
 
 export type DatabaseSummary = Static<typeof DatabaseSummaryBody>;
 
-export const summary = (db: DatabaseRecord): DatabaseSummary => ({
+export const summary = (db: DatabaseRecord, externalId: string): DatabaseSummary => ({
   name: db.name,
   created_ms: db.createdMs,
   state: db.state,
+  external_id: externalId,
 });
 
 /** Registration, listing, verification and deletion of an account's databases (API.md §3). */
@@ -33,10 +35,18 @@ export class Databases {
     private readonly store: ControlStore,
     private readonly storage: StorageEnv,
     private readonly workers: WorkerPlacement,
+    private readonly maxPerAccount: number,
   ) {}
 
+  /** The external id the account's role trust policies name (API.md §9). */
+  async externalId(accountId: string): Promise<string> {
+    const account = await this.store.findAccount(accountId);
+    if (account === undefined) throw new NotFound('account');
+    return account.externalId;
+  }
+
   async register(accountId: string, body: RegisterDatabaseBody): Promise<DatabaseRecord> {
-    const binding = await bindingFrom(body.storage, this.storage.policy);
+    const binding = await bindingFrom(body.storage, this.storage.policy, await this.externalId(accountId));
     const db: DatabaseRecord = {
       id: `db_${randomUUID()}`,
       accountId,
@@ -46,7 +56,7 @@ export class Databases {
       binding,
       lastError: null,
     };
-    await this.store.insertDatabase(db);
+    await this.store.insertDatabase(db, this.maxPerAccount);
     return db;
   }
 
@@ -67,14 +77,15 @@ export class Databases {
     this.verifying.add(db.id);
     try {
       const outcome = await this.objects(db).then(verifyObjects, (err: unknown) => {
-        // The endpoint may resolve elsewhere now than at registration: that fails the first step.
+        // The endpoint may resolve elsewhere now than at registration, or the server identity be switched off
+        // since: either fails the first step.
         if (!(err instanceof Unprocessable)) throw err;
         const checks = [{ step: 'credentials' as const, ok: false, ms: 0, note: err.message }];
         return {
           ok: false as const,
           checks,
           step: 'credentials' as const,
-          code: 'EndpointRefused',
+          code: 'BindingRefused',
           message: err.message,
         };
       });
@@ -86,7 +97,8 @@ export class Databases {
           name,
           state: 'verify_failed',
           step: outcome.step,
-          code: outcome.code,
+          code: 'verification_failed',
+          provider_code: outcome.code,
           checks: outcome.checks,
         });
       }
@@ -105,8 +117,9 @@ export class Databases {
     const db = await this.get(accountId, name);
     await this.workers.release(db.id);
     if (purge) {
+      // Only the datasets this database created: never a listing of the prefix, which may hold anything.
       const objects = await this.objects(db);
-      for (const prefix of SERVICE_PREFIXES) await objects.deletePrefix(prefix);
+      for (const tableId of await this.store.writtenTables(db.id)) await objects.deletePrefix(datasetPrefix(tableId));
     }
     await this.store.deleteDatabase(db.id);
     return { name: db.name, purged: purge };

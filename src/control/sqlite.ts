@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,6 +6,7 @@ import type { DatabaseState } from '../contract/databases.js';
 import type { TableRecord } from '../engine/catalog.js';
 import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
+import { assertLocationFree, databaseLimit } from './claims.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord } from './store.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
@@ -43,6 +44,14 @@ const MIGRATIONS: readonly string[] = [
      next_row_key INTEGER NOT NULL DEFAULT 0,
      PRIMARY KEY (database_id, name)
    );`,
+  `ALTER TABLE accounts ADD COLUMN external_id TEXT;
+   UPDATE accounts SET external_id = 'ext_' || lower(hex(randomblob(16))) WHERE external_id IS NULL;
+   CREATE TABLE written_tables (
+     database_id TEXT NOT NULL,
+     table_id TEXT NOT NULL,
+     PRIMARY KEY (database_id, table_id)
+   );
+   INSERT INTO written_tables (database_id, table_id) SELECT database_id, table_id FROM tables;`,
 ];
 
 interface KeyRow {
@@ -101,6 +110,8 @@ const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
   lastError: row.last_error,
 });
 
+const newExternalId = (): string => `ext_${randomBytes(16).toString('hex')}`;
+
 /** The embedded control store: one SQLite file in WAL mode, shared safely with the CLI's processes. */
 export class SqliteControlStore implements ControlStore {
   private readonly db: Database.Database;
@@ -158,17 +169,26 @@ export class SqliteControlStore implements ControlStore {
   async ensureAccount(name: string): Promise<Account> {
     return this.db
       .transaction(() => {
-        const found = this.statement('SELECT id, name FROM accounts WHERE name = ?').get(name) as Account | undefined;
+        const found = this.statement('SELECT id, name, external_id AS externalId FROM accounts WHERE name = ?').get(
+          name,
+        ) as Account | undefined;
         if (found !== undefined) return found;
-        const account = { id: `acct_${randomUUID()}`, name };
-        this.statement('INSERT INTO accounts (id, name, created_ms) VALUES (?, ?, ?)').run(
+        const account: Account = { id: `acct_${randomUUID()}`, name, externalId: newExternalId() };
+        this.statement('INSERT INTO accounts (id, name, created_ms, external_id) VALUES (?, ?, ?, ?)').run(
           account.id,
           name,
           Date.now(),
+          account.externalId,
         );
         return account;
       })
       .immediate();
+  }
+
+  async findAccount(id: string): Promise<Account | undefined> {
+    return this.statement('SELECT id, name, external_id AS externalId FROM accounts WHERE id = ?').get(id) as
+      | Account
+      | undefined;
   }
 
   async insertKey(key: ApiKeyRecord): Promise<void> {
@@ -205,17 +225,29 @@ export class SqliteControlStore implements ControlStore {
     return (this.statement('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
   }
 
-  async insertDatabase(db: DatabaseRecord): Promise<void> {
-    try {
-      this.statement(
-        'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ).run(db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError);
-    } catch (err) {
-      if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-        throw new Conflict(`database "${db.name}" is already registered`);
-      }
-      throw err;
-    }
+  async insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void> {
+    // IMMEDIATE: the checks and the insert hold the write lock together, so two registrations cannot both pass.
+    this.db
+      .transaction(() => {
+        const named = this.statement('SELECT 1 FROM databases WHERE account_id = ? AND name = ?').get(
+          db.accountId,
+          db.name,
+        );
+        if (named !== undefined) throw new Conflict(`database "${db.name}" is already registered`);
+        const held = (
+          this.statement('SELECT count(*) AS n FROM databases WHERE account_id = ?').get(db.accountId) as { n: number }
+        ).n;
+        if (held >= maxPerAccount) throw databaseLimit(held);
+        const others = this.statement('SELECT binding FROM databases').all() as { binding: string }[];
+        assertLocationFree(
+          db.binding,
+          others.map((row) => JSON.parse(row.binding) as Binding),
+        );
+        this.statement(
+          'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ).run(db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError);
+      })
+      .immediate();
   }
 
   async findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined> {
@@ -237,14 +269,40 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async deleteDatabase(id: string): Promise<void> {
-    this.statement('DELETE FROM databases WHERE id = ?').run(id);
+    this.db.transaction(() => {
+      this.statement('DELETE FROM written_tables WHERE database_id = ?').run(id);
+      this.statement('DELETE FROM databases WHERE id = ?').run(id);
+    })();
+  }
+
+  async writtenTables(databaseId: string): Promise<string[]> {
+    return (
+      this.statement('SELECT table_id FROM written_tables WHERE database_id = ? ORDER BY table_id').all(databaseId) as {
+        table_id: string;
+      }[]
+    ).map((row) => row.table_id);
   }
 
   async insertTable(table: TableRecord): Promise<void> {
     try {
-      this.statement(
-        'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
-      ).run(table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state);
+      this.db.transaction(() => {
+        this.statement(
+          'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        ).run(
+          table.databaseId,
+          table.name,
+          table.tableId,
+          table.schemaIpc,
+          table.indexes,
+          table.createdMs,
+          table.state,
+        );
+        // Recorded before the dataset exists, so a purge finds whatever part of it was written.
+        this.statement('INSERT INTO written_tables (database_id, table_id) VALUES (?, ?)').run(
+          table.databaseId,
+          table.tableId,
+        );
+      })();
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
         throw new Conflict(`table "${table.name}" already exists`);

@@ -5,6 +5,8 @@ import type { Binding } from '../storage/binding.js';
 export interface Account {
   id: string;
   name: string;
+  /** Passed as `ExternalId` when the service assumes a customer's role: the trust policy names it (API.md §9). */
+  externalId: string;
 }
 
 export interface ApiKeyRecord {
@@ -49,10 +51,18 @@ export interface ControlStore extends CatalogStore {
   revokeKey(id: string, nowMs: number): Promise<boolean>;
   countKeys(): Promise<number>;
 
-  /** Throws `Conflict` when the account already has a database of that name. */
-  insertDatabase(db: DatabaseRecord): Promise<void>;
+  findAccount(id: string): Promise<Account | undefined>;
+
+  /**
+   * Registers a database, atomically with its checks: `Conflict` when the account already has a database of
+   * that name, `Conflict` (`location_in_use`) when any database of any account binds the same or an
+   * overlapping storage location, `LimitExceeded` when the account holds `maxPerAccount` databases already.
+   */
+  insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void>;
   findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined>;
   listDatabases(accountId: string): Promise<DatabaseRecord[]>;
   setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void>;
   deleteDatabase(id: string): Promise<void>;
+  /** The Lance datasets a database ever created, dropped ones included: what purge may delete. */
+  writtenTables(databaseId: string): Promise<string[]>;
 }

@@ -2,7 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { arrow } from '../arrow/arrow.js';
 import { jsonText } from '../arrow/to-json.js';
-import { BadRequest } from '../errors.js';
+import { ApiError } from '../errors.js';
 import { batchFromJsonBytes, type JsonJob, type JsonReply, movable } from './json-rows.js';
 import { schemaFromIpc } from './schema.js';
 
@@ -10,7 +10,7 @@ const port = parentPort;
 if (port === null) throw new Error('json-rows-worker runs as a worker thread');
 
 function work(job: JsonJob): Uint8Array {
-  if (job.op === 'encode') return Buffer.from(jsonText(arrow.RecordBatchReader.from(job.ipc).readAll()));
+  if (job.op === 'encode') return Buffer.from(jsonText(arrow.RecordBatchReader.from(job.ipc).readAll(), job.maxChars));
   const batch = batchFromJsonBytes(schemaFromIpc(job.schemaIpc), job.bytes);
   return arrow.tableToIPC(new arrow.Table([batch]), 'stream');
 }
@@ -21,8 +21,8 @@ port.on('message', (job: JsonJob) => {
     bytes = work(job);
   } catch (err) {
     const reply: JsonReply =
-      err instanceof BadRequest
-        ? { id: job.id, refused: err.message }
+      err instanceof ApiError && err.status === 400
+        ? { id: job.id, refused: err.message, code: err.code }
         : { id: job.id, fault: err instanceof Error ? err.message : String(err) };
     port.postMessage(reply);
     return;

@@ -2,21 +2,21 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
-import { BadRequest } from '../errors.js';
+import { BadRequest, Unavailable } from '../errors.js';
 import { batchFromJson, type ParsedRows } from './rows.js';
 
 /** Moves a buffer when the view is all of it (large bodies and results); else the view is copied. */
 export const movable = (bytes: Uint8Array): ArrayBuffer[] =>
   bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? [bytes.buffer as ArrayBuffer] : [];
 
-type Work = { op: 'parse'; schemaIpc: string; bytes: Uint8Array } | { op: 'encode'; ipc: Uint8Array };
+type Work = { op: 'parse'; schemaIpc: string; bytes: Uint8Array } | { op: 'encode'; ipc: Uint8Array; maxChars: number };
 /** What the JSON thread is asked: to parse a rows body for a table, or to encode rows (an IPC stream) as JSON. */
 export type JsonJob = Work & { id: number };
 
 /** What it answers: the bytes made (an IPC stream or JSON text), why a body is refused, or what failed. */
 export type JsonReply =
   | { id: number; bytes: Uint8Array }
-  | { id: number; refused: string }
+  | { id: number; refused: string; code: string }
   | { id: number; fault: string };
 
 /** Why a JSON rows body is not `{"data": [object, ...]}`, in the words the route schemas use elsewhere. */
@@ -78,6 +78,7 @@ export const INLINE_ENCODE_BYTES = 64 * 1024;
  */
 export class JsonThread {
   static readonly IDLE_MS = 60_000;
+  static readonly HEAP_MB = 3072;
   private worker: Worker | undefined;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (bytes: Uint8Array) => void; reject: (err: Error) => void }>();
@@ -94,9 +95,9 @@ export class JsonThread {
     return { batches: arrow.RecordBatchReader.from(ipc).readAll(), stream: ipc };
   }
 
-  /** `{"data": [row, ...]}` as UTF-8 text, for the rows of an IPC stream. */
-  encode(ipc: Uint8Array): Promise<Uint8Array> {
-    return this.run({ op: 'encode', ipc }, movable(ipc));
+  /** `{"data": [row, ...]}` as UTF-8 text, for the rows of an IPC stream; longer than `maxChars` is a 400. */
+  encode(ipc: Uint8Array, maxChars: number): Promise<Uint8Array> {
+    return this.run({ op: 'encode', ipc, maxChars }, movable(ipc));
   }
 
   async close(): Promise<void> {
@@ -120,9 +121,18 @@ export class JsonThread {
 
   private thread(): Worker {
     if (this.worker !== undefined) return this.worker;
-    const worker = new Worker(workerUrl());
+    // Bounded apart from the server's own heap: a body of millions of tiny rows that would need more than this
+    // ends the thread (and fails the jobs it held with 503), not the process.
+    const worker = new Worker(workerUrl(), { resourceLimits: { maxOldGenerationSizeMb: JsonThread.HEAP_MB } });
     worker.on('message', (reply: JsonReply) => this.answer(reply));
-    worker.on('error', (err) => this.lost(worker, err));
+    worker.on('error', (err) =>
+      this.lost(
+        worker,
+        (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY'
+          ? new Unavailable('converting the rows of a request took more memory than a request may use; retry', 1)
+          : err,
+      ),
+    );
     worker.on('exit', (code) => this.lost(worker, new Error(`the JSON thread exited (code ${code})`)));
     this.worker = worker;
     return worker;
@@ -133,7 +143,7 @@ export class JsonThread {
     this.pending.delete(reply.id);
     if (this.pending.size === 0) this.retireLater();
     if (waiting === undefined) return;
-    if ('refused' in reply) waiting.reject(new BadRequest(reply.refused));
+    if ('refused' in reply) waiting.reject(new BadRequest(reply.refused, reply.code));
     else if ('fault' in reply) waiting.reject(new Error(`the JSON thread failed: ${reply.fault}`));
     else waiting.resolve(reply.bytes);
   }

@@ -451,6 +451,12 @@ export async function tokenMatch(table: TableHandle, req: MatchRequest): Promise
   return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
 }
 
+/**
+ * An integer as SQL. The parser reads `-9223372036854775808` as the negation of a literal one past the
+ * largest i64, which overflows; that one value is written as a difference instead.
+ */
+const integerLiteral = (v: bigint): string => (v === -(2n ** 63n) ? '(-9223372036854775807 - 1)' : v.toString());
+
 /** `value` as a SQL literal of the column's type, or a 400; values are parsed, never pasted. */
 export function literalFor(type: DataType, value: string, column: string): string {
   const fail = (expected: string): never => {
@@ -464,7 +470,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
       const [lo, hi] = intRange(type);
       const v = BigInt(value);
       if (v < lo || v > hi) fail(`an integer from ${lo} to ${hi}`);
-      return v.toString();
+      return integerLiteral(v);
     }
     case Type.Float: {
       const v = value === 'NaN' || value === 'Infinity' || value === '-Infinity' ? value : Number(value);
@@ -484,7 +490,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
     case Type.Timestamp: {
       const v = parseTimestamp(value, (type as InstanceType<typeof arrow.Timestamp>).unit);
       if (v === undefined) fail("an RFC 3339 timestamp exact to the column's unit");
-      return `${v}`;
+      return integerLiteral(v as bigint);
     }
     default:
       throw new BadRequest(`exact_match cannot compare column "${column}" of type ${spellingOf(type) ?? String(type)}`);

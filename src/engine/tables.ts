@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
-import { BadRequest, Conflict, NotFound } from '../errors.js';
+import { BadRequest, Conflict, LimitExceeded, NotFound } from '../errors.js';
 import { DurableFolder } from '../storage/durable.js';
 import { setAsideInterruptedCommits } from '../storage/interrupted.js';
 import type { LanceLocation } from '../storage/lance.js';
@@ -102,6 +102,8 @@ export class Tables {
     private readonly databaseId: string,
     readonly location: LanceLocation,
     private readonly log: EngineLog,
+    /** Tables this database may hold (`STRATA_MAX_TABLES_PER_DATABASE`). */
+    private readonly maxTables: number,
   ) {}
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
@@ -128,6 +130,12 @@ export class Tables {
       if (existing?.state === 'ready') throw new Conflict(`table "${req.table_name}" already exists`);
       // A creation that died half-way left its name in the catalog: clear it and start afresh.
       if (existing !== undefined) await this.forget(existing, true);
+      const held = (await this.catalog.listTables(this.databaseId)).length;
+      if (held >= this.maxTables) {
+        throw new LimitExceeded(
+          `database already holds ${held} tables, the most one database may (STRATA_MAX_TABLES_PER_DATABASE); drop one first`,
+        );
+      }
 
       const record: TableRecord = {
         databaseId: this.databaseId,

@@ -1,5 +1,5 @@
 import { connect } from '@lancedb/lancedb';
-import { ApiError, NotFound, Unavailable } from '../errors.js';
+import { ApiError, LimitExceeded, NotFound, Unavailable } from '../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../sql/database.js';
 import type { InstanceOptions } from '../sql/lockdown.js';
 import type { Binding } from '../storage/binding.js';
@@ -27,6 +27,8 @@ import { append, type RowCounts, remove, replace, type WriteResult } from './wri
 /** What a worker needs to know about the database it serves. */
 export interface DatabaseRef {
   id: string;
+  /** The owning account: one account's databases may hold only a share of the node's workers. */
+  accountId: string;
   name: string;
   binding: Binding;
 }
@@ -39,6 +41,8 @@ export interface WorkerDeps {
   upkeepObserver: UpkeepObserver;
   sql: InstanceOptions & SqlLimits;
   log: EngineLog;
+  /** Tables one database may hold. */
+  maxTables: number;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -77,7 +81,7 @@ export class DatabaseWorker {
       storageOptions: location.storageOptions,
       readConsistencyInterval: 0,
     });
-    const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log);
+    const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log, deps.maxTables);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
     upkeep.start();
     return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs, node.json);
@@ -176,6 +180,15 @@ export class DatabaseWorker {
   }
 }
 
+function leastRecentlyUsedIdle(workers: Iterable<DatabaseWorker>): DatabaseWorker | undefined {
+  let victim: DatabaseWorker | undefined;
+  for (const worker of workers) {
+    if (worker.busy) continue;
+    if (victim === undefined || worker.idleSinceMs < victim.idleSinceMs) victim = worker;
+  }
+  return victim;
+}
+
 export interface Lease {
   worker: DatabaseWorker;
   release(): void;
@@ -184,6 +197,8 @@ export interface Lease {
 export interface WorkerPoolOptions {
   deps: WorkerDeps;
   capacity: number;
+  /** Percent of `capacity` the databases of one account may hold, so that other accounts can always be placed. */
+  accountSharePercent: number;
   idleMs: number;
   /** Called when a worker was placed for a database, so its state can become `active`. */
   onPlaced(ref: DatabaseRef): Promise<void>;
@@ -198,6 +213,8 @@ export interface WorkerPoolOptions {
 export class WorkerPool {
   private readonly workers = new Map<string, DatabaseWorker>();
   private readonly placing = new Map<string, Promise<DatabaseWorker>>();
+  /** The account of each database whose worker is being placed. */
+  private readonly placingAccounts = new Map<string, string>();
   private sweeper: NodeJS.Timeout | undefined;
   /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
   readonly upkeepProcess = new UpkeepProcess();
@@ -241,7 +258,8 @@ export class WorkerPool {
   /** Places a worker in the background after verification; a full node leaves the database `activating`. */
   activate(ref: DatabaseRef): void {
     this.place(ref).catch((err: unknown) => {
-      if (!(err instanceof Unavailable)) this.options.onError(err, ref);
+      // No capacity (or no share of it) leaves the database activating; its next request places it.
+      if (!(err instanceof ApiError)) this.options.onError(err, ref);
     });
   }
 
@@ -276,28 +294,55 @@ export class WorkerPool {
     const pending = this.placing.get(ref.id);
     if (pending !== undefined) return pending;
     const placing = (async () => {
+      this.placingAccounts.set(ref.id, ref.accountId);
       await this.makeRoom(ref);
       const worker = await DatabaseWorker.open(ref, this.options.deps, this);
       this.workers.set(ref.id, worker);
       await this.options.onPlaced(ref);
       return worker;
-    })().finally(() => this.placing.delete(ref.id));
+    })().finally(() => {
+      this.placing.delete(ref.id);
+      this.placingAccounts.delete(ref.id);
+    });
     this.placing.set(ref.id, placing);
     return placing;
   }
 
+  /** Workers one account may hold: its share of the node, at least one. */
+  get accountShare(): number {
+    return Math.max(1, Math.floor((this.options.capacity * this.options.accountSharePercent) / 100));
+  }
+
+  /**
+   * Frees a slot for `ref`: within its account's share first (letting go of that account's least recently
+   * used idle worker when the share is full), then within the node.
+   */
   private async makeRoom(ref: DatabaseRef): Promise<void> {
-    if (this.workers.size + this.placing.size < this.options.capacity) return;
-    let victim: DatabaseWorker | undefined;
-    for (const worker of this.workers.values()) {
-      if (worker.busy) continue;
-      if (victim === undefined || worker.idleSinceMs < victim.idleSinceMs) victim = worker;
+    const own = [...this.workers.values()].filter((worker) => worker.ref.accountId === ref.accountId);
+    let placingOwn = 0;
+    for (const [id, account] of this.placingAccounts) if (id !== ref.id && account === ref.accountId) placingOwn++;
+    if (own.length + placingOwn >= this.accountShare) {
+      const victim = leastRecentlyUsedIdle(own);
+      if (victim === undefined) {
+        throw new LimitExceeded(
+          `the databases of this account already hold ${this.accountShare} of this node's ${this.options.capacity} workers (STRATA_MAX_WORKER_SHARE_PERCENT), all busy; retry shortly`,
+          1,
+        );
+      }
+      await this.letGo(victim);
+      return;
     }
+    if (this.workers.size + this.placing.size < this.options.capacity) return;
+    const victim = leastRecentlyUsedIdle(this.workers.values());
     if (victim === undefined) {
       throw new Unavailable(`no capacity is free to place the workers of database "${ref.name}"; retry shortly`, 1);
     }
-    this.workers.delete(victim.ref.id);
-    await victim.close();
+    await this.letGo(victim);
+  }
+
+  private async letGo(worker: DatabaseWorker): Promise<void> {
+    this.workers.delete(worker.ref.id);
+    await worker.close();
   }
 
   private async sweep(): Promise<void> {

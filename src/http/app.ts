@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
 import type { Config } from '../config.js';
 import { Databases } from '../control/databases.js';
@@ -9,6 +9,7 @@ import type { ControlStore } from '../control/store.js';
 import { WorkerPool } from '../engine/workers.js';
 import { ApiError } from '../errors.js';
 import { authPlugin } from './auth.js';
+import { concurrencyPlugin } from './concurrency.js';
 import type { AppContext } from './context.js';
 import { docsPlugin } from './docs.js';
 import { handleError, handleNotFound } from './errors.js';
@@ -30,16 +31,36 @@ export interface AppOptions {
 /** Paths of anything that could carry a secret, blanked before a log line is written. */
 const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', '*.secretAccessKey'];
 
+/**
+ * A request as logs show it. The query string is cut down to its parameter names: values may carry a key
+ * (`?api_key=`), a predicate over customer data, or anything else a client put there.
+ */
+export function loggedRequest(req: FastifyRequest): Record<string, unknown> {
+  const [path, query] = req.url.split('?', 2);
+  const names = query === undefined ? [] : [...new URLSearchParams(query).keys()];
+  return {
+    method: req.method,
+    url: names.length === 0 ? path : `${path}?${names.map((name) => `${name}=[redacted]`).join('&')}`,
+    remoteAddress: req.ip,
+  };
+}
+
 /** Builds the whole service; the caller listens and closes. Closing stops workers, then the store. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, store } = options;
   const logger: FastifyBaseLogger = pino(
-    { level: config.logLevel, redact: { paths: REDACT, censor: '[redacted]' } },
+    {
+      level: config.logLevel,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      serializers: { req: (req: FastifyRequest) => loggedRequest(req) },
+    },
     options.logStream,
   );
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
+    // A whole request (headers and body) must arrive within this; the idle limit below catches trickles sooner.
+    requestTimeout: Math.max(300_000, config.bodyIdleMs),
     genReqId: () => randomUUID(),
     requestIdHeader: false,
     ajv: {
@@ -78,15 +99,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         threads: config.sqlThreads,
         timeoutMs: config.sqlTimeoutMs,
         maxRows: config.sqlMaxRows,
+        maxBytes: config.limits.maxResultBytes,
       },
       log: { warn: (details, message) => app.log.warn(details, message) },
+      maxTables: config.limits.tablesPerDatabase,
     },
     capacity: config.maxActiveDatabases,
+    accountSharePercent: config.limits.workerSharePercent,
     idleMs: config.workerIdleMs,
     onPlaced: async (ref) => store.setDatabaseState(ref.id, 'active', null),
     onError: (err, ref) => app.log.error({ err, database: ref.id }, 'worker placement failed'),
   });
-  const databases = new Databases(store, storage, workers);
+  const databases = new Databases(store, storage, workers, config.limits.databasesPerAccount);
   const ctx: AppContext = { config, store, databases, workers };
   app.decorate('ctx', ctx);
 
@@ -96,12 +120,19 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.setNotFoundHandler(handleNotFound);
   app.addHook('onRequest', async (req, reply) => {
     void reply.header('x-request-id', req.id);
+    // Until the body is in, a connection silent for this long is closed: a body trickled a byte at a time
+    // must not hold a connection (and its parser's memory) for ever. Handlers may then take as long as they need.
+    req.raw.socket?.setTimeout(config.bodyIdleMs);
+  });
+  app.addHook('preHandler', async (req) => {
+    req.raw.socket?.setTimeout(0);
   });
 
   await app.register(docsPlugin);
   metrics.watchUnindexedRows(() => workers.unindexedRows());
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
+  await app.register(concurrencyPlugin);
   await app.register(rateLimit, {
     global: true,
     hook: 'preHandler',

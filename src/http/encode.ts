@@ -5,7 +5,7 @@ import { writableBatches } from '../arrow/ipc.js';
 import { jsonText } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
 import { INLINE_ENCODE_BYTES } from '../engine/json-rows.js';
-import { ApiError } from '../errors.js';
+import { ApiError, ResultTooLarge } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';
 
@@ -78,12 +78,15 @@ const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffs
 
 /** Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. */
 export async function sendRows(reply: FastifyReply, encoding: string, result: RowsReply): Promise<FastifyReply> {
+  const { ctx } = reply.server;
+  const cap = ctx.config.limits.maxResultBytes;
+  const bytes = result.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
+  if (bytes > cap) throw new ResultTooLarge(cap, 'the reply');
   if (encoding === JSON_TYPE) {
-    const bytes = result.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
     const text =
       bytes <= INLINE_ENCODE_BYTES
-        ? jsonText(result.rows)
-        : asBuffer(await reply.server.ctx.workers.json.encode(ipcOf(result)));
+        ? jsonText(result.rows, cap)
+        : asBuffer(await ctx.workers.json.encode(ipcOf(result), cap));
     return reply.type(JSON_TYPE).send(text);
   }
   return reply.type(ARROW_STREAM).send(asBuffer(ipcOf(result)));

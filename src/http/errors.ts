@@ -56,30 +56,55 @@ const FRAMEWORK_MESSAGES: Readonly<Record<string, (req: FastifyRequest) => strin
   FST_ERR_CTP_INVALID_JSON_BODY: () => 'the body is not valid JSON',
 };
 
+const FRAMEWORK_CODES: Readonly<Record<string, string>> = {
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'bad_request',
+};
+
+/** A request target's path, whatever form the client sent it in (origin-form or absolute-form). */
+export function pathOf(target: string): string {
+  const path = target.split('?')[0] ?? '';
+  if (path.startsWith('/')) return path;
+  try {
+    return new URL(path).pathname;
+  } catch {
+    return path;
+  }
+}
+
 /** The one place where errors become responses. Anything unexpected is logged once and answered opaquely. */
 export function handleError(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
   if (err instanceof ApiError) {
     if (err.retryAfterS !== undefined) void reply.header('retry-after', String(err.retryAfterS));
-    return reply.status(err.status).send({ error: err.message, ...err.details });
+    return reply.status(err.status).send({ error: err.message, ...err.details, code: err.code });
   }
   const fastifyErr = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (fastifyErr.validation !== undefined && fastifyErr.validation.length > 0) {
     const first = fastifyErr.validation[0] as ValidationIssue;
-    return reply.status(400).send({ error: describeValidation(fastifyErr.validationContext ?? 'body', first) });
+    return reply
+      .status(400)
+      .send({ error: describeValidation(fastifyErr.validationContext ?? 'body', first), code: 'bad_request' });
   }
   if (err instanceof StorageError) {
     req.log.warn({ code: err.code }, 'bucket unreachable');
     void reply.header('retry-after', '5');
-    return reply.status(503).send({ error: `the bucket could not be reached: ${err.code}: ${err.message}` });
+    return reply
+      .status(503)
+      .send({ error: `the bucket could not be reached: ${err.code}: ${err.message}`, code: 'storage_unavailable' });
   }
   const status = fastifyErr.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    return reply.status(status).send({ error: FRAMEWORK_MESSAGES[fastifyErr.code]?.(req) ?? err.message });
+    return reply.status(status).send({
+      error: FRAMEWORK_MESSAGES[fastifyErr.code]?.(req) ?? err.message,
+      code: FRAMEWORK_CODES[fastifyErr.code] ?? 'bad_request',
+    });
   }
   req.log.error({ err }, 'internal error');
-  return reply.status(500).send({ error: `internal error (request id ${req.id})` });
+  return reply.status(500).send({ error: `internal error (request id ${req.id})`, code: 'internal' });
 }
 
 export function handleNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.status(404).send({ error: `no route ${req.method} ${req.url.split('?')[0]}` });
+  return reply.status(404).send({ error: `no route ${req.method} ${pathOf(req.url)}`, code: 'no_route' });
 }

@@ -1,7 +1,7 @@
 import type { DuckDBConnection, DuckDBInstance, DuckDBResult, DuckDBType } from '@duckdb/node-api';
 import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
-import { BadRequest, RequestTimeout, Unavailable } from '../errors.js';
+import { BadRequest, RequestTimeout, ResultTooLarge, Unavailable } from '../errors.js';
 import { columnsRead } from './columns-read.js';
 import { duckdbType, quoteIdent, ROW_GROUP_ROWS, RowGroupFeed } from './ingest.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
@@ -45,6 +45,8 @@ export interface SqlSource {
 export interface SqlLimits {
   timeoutMs: number;
   maxRows: number;
+  /** Bytes the result may hold as Arrow; refused as it passes them, before the rest is read. */
+  maxBytes: number;
 }
 
 export interface SqlResult {
@@ -157,7 +159,7 @@ export class SqlDatabase {
       await connection.run('BEGIN TRANSACTION READ ONLY');
       const prepared = await checkStatement(connection, sql);
       try {
-        return await this.collect(await sqlCall(() => prepared.stream()), limits.maxRows);
+        return await this.collect(await sqlCall(() => prepared.stream()), limits);
       } finally {
         prepared.destroySync();
         await connection.run('ROLLBACK').catch(() => undefined);
@@ -360,8 +362,8 @@ export class SqlDatabase {
     if (segment.length > 0) yield segment;
   }
 
-  /** Reads a result into Arrow batches, refusing it once it passes the row cap. */
-  private async collect(result: DuckDBResult, maxRows: number): Promise<SqlResult> {
+  /** Reads a result into Arrow batches, refusing it once it passes the row or byte cap. */
+  private async collect(result: DuckDBResult, { maxRows, maxBytes }: SqlLimits): Promise<SqlResult> {
     const types: DuckDBType[] = result.columnTypes();
     const names = result.deduplicatedColumnNames();
     const schema = new arrow.Schema(
@@ -369,6 +371,7 @@ export class SqlDatabase {
     );
     const rows: RecordBatch[] = [];
     let count = 0;
+    let bytes = 0;
     for (;;) {
       const chunk = await sqlCall(() => result.fetchChunk());
       if (chunk === null || chunk.rowCount === 0) break;
@@ -376,7 +379,10 @@ export class SqlDatabase {
       if (count > maxRows) {
         throw new BadRequest(`query returns more than ${maxRows} rows (STRATA_SQL_MAX_ROWS); add a LIMIT or aggregate`);
       }
-      rows.push(chunkToBatch(chunk, types, schema));
+      const batch = chunkToBatch(chunk, types, schema);
+      bytes += batch.data.byteLength;
+      if (bytes > maxBytes) throw new ResultTooLarge(maxBytes, 'the query result');
+      rows.push(batch);
     }
     return narrowHugeints(schema, types, rows);
   }

@@ -11,6 +11,12 @@ export type Binding =
       endpoint: string | null;
       prefix: string;
       roleArn: string | null;
+      /**
+       * The account's external id, passed as `ExternalId` when assuming `roleArn` so a role trusts this account
+       * only (confused deputy). Bindings stored before external ids existed lack the field: missing (or '') means
+       * AssumeRole is called without one.
+       */
+      externalId: string;
       requesterPays: boolean;
     }
   | { provider: 'local'; bucket: string; prefix: string };
@@ -41,8 +47,19 @@ export function prefixSegments(prefix: string): string[] {
   return segments;
 }
 
-/** Turns a registration's `storage` into a binding, or refuses it with 422 (API.md §3). */
-export async function bindingFrom(storage: Storage, policy: BindingPolicy): Promise<Binding> {
+/**
+ * Why S3 through the server's own identity is refused: any account could otherwise bind any bucket that
+ * identity reaches (confused deputy).
+ */
+export const SERVER_IDENTITY_REFUSED =
+  'storage binding refused: S3 buckets are reached by assuming the role in "role_arn" (with the account\'s external id); ' +
+  "binding through the server's own identity is switched off on this server (STRATA_ALLOW_SERVER_IDENTITY)";
+
+/**
+ * Turns a registration's `storage` into a binding, or refuses it with 422 (API.md §3, §9). `externalId` is the
+ * registering account's external id, kept in the binding and sent with every AssumeRole of it.
+ */
+export async function bindingFrom(storage: Storage, policy: BindingPolicy, externalId: string): Promise<Binding> {
   const prefix = prefixSegments(storage.prefix ?? '').join('/');
   if (storage.provider === 'local') {
     if (!policy.localStorage) {
@@ -55,6 +72,8 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy): Prom
     }
     return { provider: 'local', bucket: storage.bucket, prefix };
   }
+  const roleArn = storage.role_arn ?? null;
+  assertIdentityAllowed(roleArn, policy);
   const endpoint = storage.endpoint ?? null;
   if (endpoint !== null) await assertEndpointAllowed(endpoint, policy);
   return {
@@ -63,12 +82,24 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy): Prom
     region: storage.region ?? 'us-east-1',
     endpoint,
     prefix,
-    roleArn: storage.role_arn ?? null,
+    roleArn,
+    externalId,
     requesterPays: storage.requester_pays ?? false,
   };
 }
 
-/** Checked at registration and again before every use, so a host re-pointed to a private address is caught. */
+/**
+ * Checked at registration and again before every use, so a binding stored while the server allowed its own
+ * identity stops working once it no longer does.
+ */
+export function assertIdentityAllowed(roleArn: string | null, policy: BindingPolicy): void {
+  if (roleArn === null && !policy.allowServerIdentity) throw new Unprocessable(SERVER_IDENTITY_REFUSED);
+}
+
+/**
+ * Checked at registration and again before every use, so a host re-pointed to a private address is caught.
+ * Connections made by `S3Objects` are pinned besides (`pinnedLookup`); this check is what Lance gets.
+ */
 export async function assertEndpointAllowed(endpoint: string, policy: BindingPolicy): Promise<void> {
   const refusal = await endpointRefusal(endpoint, policy.allowInsecureEndpoints, policy.resolve);
   if (refusal !== undefined) {

@@ -24,11 +24,22 @@ export function serverCredentials(aws: AwsConfig): AwsCredentials | undefined {
   };
 }
 
+/** A customer's role and the external id its trust policy expects of this account. */
+export interface AssumedRole {
+  roleArn: string;
+  /** '' (or missing, in bindings stored before external ids existed) sends no `ExternalId`. */
+  externalId: string;
+}
+
 /**
- * Credentials of `roleArn`, assumed with the server's identity through STS and cached until
- * `REFRESH_MARGIN_MS` before expiry. Concurrent callers share one AssumeRole call.
+ * Credentials of the role, assumed with the server's identity through STS (passing the account's `ExternalId`)
+ * and cached until `REFRESH_MARGIN_MS` before expiry. Concurrent callers share one AssumeRole call.
  */
-export function assumeRoleCredentials(roleArn: string, aws: AwsConfig, sessionName: string): CredentialsProvider {
+export function assumeRoleCredentials(
+  { roleArn, externalId }: AssumedRole,
+  aws: AwsConfig,
+  sessionName: string,
+): CredentialsProvider {
   const base = serverCredentials(aws);
   const sts = new STSClient({
     region: aws.stsRegion,
@@ -40,7 +51,13 @@ export function assumeRoleCredentials(roleArn: string, aws: AwsConfig, sessionNa
   let pending: Promise<AwsCredentials> | undefined;
 
   const assume = async (): Promise<AwsCredentials> => {
-    const out = await sts.send(new AssumeRoleCommand({ RoleArn: roleArn, RoleSessionName: sessionName }));
+    const out = await sts.send(
+      new AssumeRoleCommand({
+        RoleArn: roleArn,
+        RoleSessionName: sessionName,
+        ...(externalId ? { ExternalId: externalId } : {}),
+      }),
+    );
     const c = out.Credentials;
     if (c?.AccessKeyId === undefined || c.SecretAccessKey === undefined) {
       throw new StorageError('InvalidAssumeRoleResponse', 'AssumeRole returned no credentials');

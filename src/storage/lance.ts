@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Binding } from './binding.js';
 import { prefixSegments } from './binding.js';
 import { LocalObjects } from './local.js';
-import { asStorageError } from './objects.js';
+import { asRemoteStorageError } from './objects.js';
 import { bucketsDir, openObjects, type StorageEnv } from './open.js';
 
 /** Where a database's Lance datasets live and how Lance reaches them. */
@@ -34,7 +34,14 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
       local: true,
     };
   }
-  await openObjects(binding, env, sessionName); // re-checks the endpoint
+  // Re-checks the identity and the endpoint. Lance's object store connects by itself (its own Rust HTTP client
+  // and DNS), so unlike `S3Objects` its connections cannot be pinned to the checked address. Residual risk:
+  // a host that answers a public address to this check and an internal one to Lance (DNS rebinding, or a
+  // record changed while a worker holds its connection, which re-resolves on every new connection until the
+  // worker reconnects) gets Lance's signed S3 requests sent to that internal address. Each open narrows the
+  // window to one check; closing it needs an egress rule (deny private ranges to the server) or an endpoint
+  // Lance reaches only through a proxy that does the same check.
+  await openObjects(binding, env, sessionName);
   const { bindingCredentials } = await import('./s3.js');
   const provider = bindingCredentials(binding, env.aws, sessionName);
   const options: Record<string, string> = { aws_region: binding.region };
@@ -47,7 +54,7 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
       if (creds.sessionToken !== undefined) options.aws_session_token = creds.sessionToken;
       expiresAtMs = creds.expiration?.getTime();
     } catch (err) {
-      throw asStorageError(err);
+      throw asRemoteStorageError(err);
     }
   }
   if (binding.endpoint !== null) {

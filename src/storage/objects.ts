@@ -35,3 +35,22 @@ export function asStorageError(err: unknown): StorageError {
   }
   return new StorageError('Unknown', String(err));
 }
+
+/** The one sentence every failure below the S3 protocol is reported with (see `asRemoteStorageError`). */
+export const ENDPOINT_UNREACHABLE = 'the storage endpoint could not be reached';
+
+/**
+ * Turns what the AWS SDK throws into a `StorageError` that is safe to show the customer. A reply of the
+ * provider (it carries an HTTP status) keeps its code and message (`AccessDenied`, `NoSuchBucket`, …).
+ * Anything that never got a reply — refused, reset or timed-out connections, DNS, TLS, an endpoint refused at
+ * connect — becomes `EndpointUnreachable` with a fixed sentence: the low-level text (`ECONNREFUSED
+ * 10.0.0.5:443`, certificate names) would make verification an oracle for probing the server's network.
+ */
+export function asRemoteStorageError(err: unknown): StorageError {
+  if (err instanceof StorageError) return err;
+  const status = (err as { $metadata?: { httpStatusCode?: unknown } } | null)?.$metadata?.httpStatusCode;
+  // The SDK's "no credentials anywhere" comes from the server's own configuration, not from the endpoint.
+  const ownCredentials = err instanceof Error && err.name === 'CredentialsProviderError';
+  if (typeof status === 'number' || ownCredentials) return asStorageError(err);
+  return new StorageError('EndpointUnreachable', ENDPOINT_UNREACHABLE);
+}

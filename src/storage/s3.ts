@@ -1,3 +1,5 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
@@ -6,10 +8,12 @@ import {
   PutObjectCommand,
   S3Client,
 } from '@aws-sdk/client-s3';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsConfig } from '../config.js';
 import { type Binding, objectKey } from './binding.js';
 import { assumeRoleCredentials, type CredentialsProvider, serverCredentials } from './credentials.js';
-import { asStorageError, type ObjectStore } from './objects.js';
+import { pinnedLookup, type Resolver, systemResolver } from './endpoint.js';
+import { asRemoteStorageError, type ObjectStore } from './objects.js';
 
 type S3Binding = Extract<Binding, { provider: 's3' }>;
 
@@ -19,9 +23,29 @@ export function bindingCredentials(
   aws: AwsConfig,
   sessionName: string,
 ): CredentialsProvider | undefined {
-  if (binding.roleArn !== null) return assumeRoleCredentials(binding.roleArn, aws, sessionName);
+  if (binding.roleArn !== null) {
+    return assumeRoleCredentials({ roleArn: binding.roleArn, externalId: binding.externalId }, aws, sessionName);
+  }
   const own = serverCredentials(aws);
   return own === undefined ? undefined : async () => own;
+}
+
+/** How an `S3Objects` may connect to a customer's endpoint: the endpoint rules of its `BindingPolicy`. */
+export interface EndpointRules {
+  resolve?: Resolver;
+  allowInsecureEndpoints: boolean;
+}
+
+/**
+ * An HTTP handler whose sockets connect only to addresses checked by the endpoint rules, resolved once per
+ * connection through `resolve`: the address checked is the address connected to, so a rebinding resolver
+ * (public for the check, 127.0.0.1 for the connection) gets nowhere. TLS verifies the host name as usual.
+ */
+function pinnedHandler(rules: EndpointRules): NodeHttpHandler {
+  const lookup = pinnedLookup(rules.resolve ?? systemResolver, rules.allowInsecureEndpoints);
+  // The SDK's own defaults for its agents.
+  const agent = { keepAlive: true, maxSockets: 50, lookup };
+  return new NodeHttpHandler({ httpAgent: new HttpAgent(agent), httpsAgent: new HttpsAgent(agent) });
 }
 
 export class S3Objects implements ObjectStore {
@@ -31,6 +55,7 @@ export class S3Objects implements ObjectStore {
   constructor(
     private readonly binding: S3Binding,
     credentials: CredentialsProvider | undefined,
+    rules: EndpointRules,
   ) {
     this.client = new S3Client({
       region: binding.region,
@@ -38,7 +63,11 @@ export class S3Objects implements ObjectStore {
       // S3-compatible stores often lack the newer flexible checksums; send them only where S3 requires them.
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
-      ...(binding.endpoint === null ? {} : { endpoint: binding.endpoint, forcePathStyle: true }),
+      // AWS's own endpoints are not pinned: the server's DNS may rightly resolve them to private addresses
+      // (VPC endpoints), and their names are not the customer's to point anywhere.
+      ...(binding.endpoint === null
+        ? {}
+        : { endpoint: binding.endpoint, forcePathStyle: true, requestHandler: pinnedHandler(rules) }),
       ...(credentials === undefined ? {} : { credentials }),
     });
     this.payer = binding.requesterPays ? { RequestPayer: 'requester' } : {};
@@ -48,7 +77,7 @@ export class S3Objects implements ObjectStore {
     try {
       return await op();
     } catch (err) {
-      throw asStorageError(err);
+      throw asRemoteStorageError(err);
     }
   }
 
@@ -100,7 +129,7 @@ export class S3Objects implements ObjectStore {
     } catch (err) {
       const status = (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
       if (status === 412 || status === 409) return 'refused';
-      throw asStorageError(err);
+      throw asRemoteStorageError(err);
     }
   }
 

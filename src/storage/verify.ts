@@ -68,6 +68,8 @@ export async function verifyObjects(store: ObjectStore): Promise<VerifyOutcome> 
       const note = await run();
       checks.push({ step, ok: note === undefined, ms: elapsed(start), ...(note === undefined ? {} : { note }) });
     } catch (err) {
+      // Stores report what is safe to show: S3 turns every failure below the protocol into the fixed
+      // `EndpointUnreachable` sentence (asRemoteStorageError), so the step's note is no probe of the network.
       const failure = asStorageError(err);
       checks.push({ step, ok: false, ms: elapsed(start), note: `${failure.code}: ${failure.message}` });
       // Leave no probe behind when a later step fails.

@@ -18,6 +18,8 @@ export interface StsDoubleOptions {
 export interface AssumeRoleCall {
   roleArn: string;
   sessionName: string;
+  /** The `ExternalId` sent, or undefined when the call carried none. */
+  externalId: string | undefined;
   signedBy: string | undefined;
 }
 
@@ -42,7 +44,12 @@ export async function startStsDouble(options: StsDoubleOptions): Promise<StsDoub
     const params = new URLSearchParams(await readBody(req));
     const signedBy = /Credential=([^/]+)\//.exec(req.headers.authorization ?? '')?.[1];
     const roleArn = params.get('RoleArn') ?? '';
-    calls.push({ roleArn, sessionName: params.get('RoleSessionName') ?? '', signedBy });
+    calls.push({
+      roleArn,
+      sessionName: params.get('RoleSessionName') ?? '',
+      externalId: params.get('ExternalId') ?? undefined,
+      signedBy,
+    });
     if (gate !== undefined) await gate;
     res.setHeader('content-type', 'text/xml');
     if (params.get('Action') !== 'AssumeRole' || signedBy !== options.callerKeyId) {

@@ -10,7 +10,15 @@ import {
 } from '../../contract/databases.js';
 import { summary } from '../../control/databases.js';
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 422: ErrorBody, 503: ErrorBody };
+const errors = {
+  400: ErrorBody,
+  401: ErrorBody,
+  404: ErrorBody,
+  409: ErrorBody,
+  422: ErrorBody,
+  429: ErrorBody,
+  503: ErrorBody,
+};
 
 export const databaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { databases } = app.ctx;
@@ -25,13 +33,19 @@ export const databaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 201: DatabaseSummary, ...errors },
       },
     },
-    async (req, reply) => reply.status(201).send(summary(await databases.register(req.accountId, req.body))),
+    async (req, reply) => {
+      const db = await databases.register(req.accountId, req.body);
+      return reply.status(201).send(summary(db, await databases.externalId(req.accountId)));
+    },
   );
 
   app.get(
     '/v1/databases',
     { schema: { tags: ['Databases'], summary: 'List databases', response: { 200: DatabaseList, 401: ErrorBody } } },
-    async (req) => ({ databases: (await databases.list(req.accountId)).map(summary) }),
+    async (req) => {
+      const externalId = await databases.externalId(req.accountId);
+      return { databases: (await databases.list(req.accountId)).map((db) => summary(db, externalId)) };
+    },
   );
 
   app.post(
