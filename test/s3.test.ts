@@ -467,3 +467,27 @@ describe('the server identity is not lent to accounts (confused deputy)', () => 
     expect(sts.calls.slice(before)).toMatchObject([{ roleArn: ROLE, externalId: undefined }]);
   });
 });
+
+describe('an S3 location belongs to one database', () => {
+  test("another account cannot bind a bucket prefix already bound, however the endpoint is spelled", async () => {
+    const other = await strata.as('other-tenant');
+    expect((await s3Database('claimed')).status).toBe(201);
+    const attempt = (storage: Record<string, unknown>) =>
+      other.post('/v1/databases', { name: 'grab', storage: { provider: 's3', bucket: 'strata-test', ...storage } });
+    const upper = s3.endpoint.replace('http://', 'HTTP://');
+
+    const refused = [
+      await attempt({ endpoint: s3.endpoint, prefix: 'tenants/claimed' }),
+      await attempt({ endpoint: `${s3.endpoint}/`, prefix: 'tenants/claimed/deeper' }),
+      await attempt({ endpoint: upper, prefix: 'tenants' }),
+      await attempt({ endpoint: s3.endpoint }),
+    ];
+    const beside = await attempt({ endpoint: s3.endpoint, prefix: 'tenants/claimed-not' });
+
+    for (const res of refused) {
+      expect(res.status).toBe(409);
+      expect(res.json.code).toBe('location_in_use');
+    }
+    expect(beside.status).toBe(201);
+  });
+});
