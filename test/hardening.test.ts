@@ -163,6 +163,31 @@ describe('inputs that used to be 500s', () => {
     expect(json.status).toBe(200);
   });
 
+  test('a small body whose left-out columns would fill gigabytes is refused before they are made', async () => {
+    await t().create({
+      table_name: 'wide_vec',
+      schema: [
+        { name: 'id', type: 'i8' },
+        { name: 'v', type: 'vector', dim: 4096 },
+      ],
+    });
+    const n = 20_000;
+    const ids = new arrow.Table({ id: arrow.vectorFromArray(new Int8Array(n), new arrow.Int8()) });
+
+    const viaArrow = await t().appendArrow('wide_vec', ipcOf(ids));
+    const viaJson = await t().append(
+      'wide_vec',
+      Array.from({ length: n }, () => ({ id: 1 })),
+    );
+
+    for (const res of [viaArrow, viaJson]) {
+      expect(res.status).toBe(400);
+      expect(res.json.code).toBe('body_too_complex');
+      expect(res.json.error).toMatch(/20000 rows would take at least 327700000 bytes/);
+    }
+    expect(await t().count('wide_vec')).toBe(0);
+  });
+
   test('exact_match on the smallest i64 finds its row', async () => {
     await t().create({ table_name: 'big', schema: [{ name: 'n', type: 'i64' }] });
     await t().append('big', [{ n: '-9223372036854775808' }, { n: '9223372036854775807' }, { n: 0 }]);

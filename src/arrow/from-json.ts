@@ -316,7 +316,11 @@ function build(col: Column, values: readonly unknown[]): Data {
       const children = struct.children.map((f) =>
         nested(
           { type: f.type, nullable: f.nullable, path: `${col.path}.${f.name}`, parentNull },
-          values.map((v) => (v === null || v === undefined ? undefined : (v as Record<string, unknown>)[f.name])),
+          values.map((v) =>
+            v === null || v === undefined || !Object.hasOwn(v as object, f.name)
+              ? undefined
+              : (v as Record<string, unknown>)[f.name],
+          ),
           (j) => j,
         ),
       );

@@ -12,7 +12,8 @@ export function schemaOnlyStream(schema: Schema): Uint8Array {
 
 /**
  * Whether an IPC stream carries record batch messages. Read at the message level: Arrow's batch reader
- * invents an empty batch for a schema-only stream, so it cannot tell the two apart.
+ * invents an empty batch for a schema-only stream, so it cannot tell the two apart. Only for bytes that
+ * `checkIpcStream` (ipc-check.ts) passed: the message reader trusts every length it reads.
  */
 export function streamHasBatches(bytes: Uint8Array): boolean {
   const reader = new arrow.MessageReader(bytes);

@@ -3,7 +3,7 @@ import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest, Unavailable } from '../errors.js';
-import { batchFromJson, type ParsedRows } from './rows.js';
+import { batchFromJson, checkConvertedSize, type ParsedRows } from './rows.js';
 
 /** Moves a buffer when the view is all of it (large bodies and results); else the view is copied. */
 export const movable = (bytes: Uint8Array): ArrayBuffer[] =>
@@ -46,7 +46,9 @@ export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): RecordBat
   }
   const fault = shapeError(body);
   if (fault !== undefined) throw new BadRequest(fault);
-  return batchFromJson(schema, (body as { data: unknown[] }).data);
+  const rows = (body as { data: unknown[] }).data;
+  checkConvertedSize(schema, rows.length, bytes.byteLength);
+  return batchFromJson(schema, rows);
 }
 
 /**

@@ -2,6 +2,8 @@ import type { Data, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { castData, nullData } from '../arrow/cast.js';
 import { dataFromJson, ValueError } from '../arrow/from-json.js';
+import { checkIpcStream, maxRowsFor } from '../arrow/ipc-check.js';
+import { minRowsBytes } from '../arrow/row-size.js';
 import { BadRequest } from '../errors.js';
 import { ROW_KEY } from './schema.js';
 
@@ -37,6 +39,10 @@ export function batchOf(schema: Schema, length: number, columns: Data[]): Record
   return new arrow.RecordBatch(schema, struct);
 }
 
+/** A row's value of a column; a name the row lacks is missing even when objects inherit it (`constructor`). */
+const ownValue = (row: Record<string, unknown>, name: string): unknown =>
+  Object.hasOwn(row, name) ? row[name] : undefined;
+
 /** JSON rows → one batch of the table's columns; the first bad row rejects them all (API.md §5). */
 export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordBatch {
   const names = new Set(schema.fields.map((f) => f.name));
@@ -52,12 +58,31 @@ export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordB
     const columns = schema.fields.map((field: Field) =>
       dataFromJson(
         field,
-        rows.map((row) => (row as Record<string, unknown>)[field.name]),
+        rows.map((row) => ownValue(row as Record<string, unknown>, field.name)),
       ),
     );
     return batchOf(schema, rows.length, columns);
   } catch (err) {
     return rowError(err);
+  }
+}
+
+/**
+ * Bytes the rows of a body may take once they are the table's columns. Casts widen values (an `i8` column into
+ * `i64`: 8×) and left-out nullable columns are filled (a left-out 1,536-byte vector per row), so a small body
+ * could claim gigabytes; at least 256 MiB, or 16 bytes per byte of body, is always allowed.
+ */
+export const convertedBytesLimit = (bodyBytes: number): number => Math.max(256 * 1024 * 1024, 16 * bodyBytes);
+
+/** Refuses rows that would take more than `convertedBytesLimit` as the table's columns, before any is made. */
+export function checkConvertedSize(schema: Schema, rows: number, bodyBytes: number): void {
+  const needed = minRowsBytes(schema.fields, rows);
+  const limit = convertedBytesLimit(bodyBytes);
+  if (needed > limit) {
+    throw new BadRequest(
+      `the body's ${rows} rows would take at least ${Math.ceil(needed)} bytes as the table's columns (left-out columns filled with nulls), over the ${limit}-byte limit for a body of ${bodyBytes} bytes; send fewer rows per request, or the left-out columns`,
+      'body_too_complex',
+    );
   }
 }
 
@@ -79,6 +104,8 @@ const sameSchema = (a: Schema, b: Schema): boolean =>
 export function batchesFromArrow(schema: Schema, bytes: Uint8Array): ParsedRows {
   let batches: RecordBatch[];
   let bodySchema: Schema;
+  // Arrow JS trusts every length in a stream; a hostile body must be refused before it decodes one.
+  checkIpcStream(bytes, { maxRows: maxRowsFor(bytes) });
   try {
     const reader = arrow.RecordBatchReader.from(bytes);
     reader.open();
@@ -98,6 +125,11 @@ export function batchesFromArrow(schema: Schema, bytes: Uint8Array): ParsedRows 
       throw new BadRequest(`the body lacks column "${field.name}", which is not nullable`);
     }
   }
+  checkConvertedSize(
+    schema,
+    batches.reduce((n, batch) => n + batch.numRows, 0),
+    bytes.byteLength,
+  );
   let rowBase = 0;
   const converted = batches.map((batch) => {
     try {

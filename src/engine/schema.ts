@@ -2,6 +2,7 @@ import type { DataType, Field, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BASE64 } from '../arrow/from-json.js';
 import { schemaOnlyStream, streamHasBatches } from '../arrow/ipc.js';
+import { checkIpcStream, maxRowsFor } from '../arrow/ipc-check.js';
 import { BadRequest } from '../errors.js';
 
 /** One column of a JSON `schema` (API.md §4). */
@@ -156,6 +157,9 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 function checkColumnName(name: string, where: string): void {
   if (name.length < 1 || name.length > 128) throw new BadRequest(`${where}: column name must be 1–128 characters`);
   if (CONTROL.test(name)) throw new BadRequest(`${where}: column name "${name}" contains a control character`);
+  // Predicates, filters and the engines' own generated SQL back-quote names; a name holding the quote
+  // itself cannot be written in all of them alike.
+  if (name.includes('`')) throw new BadRequest(`${where}: column name "${name}" must not contain a backtick (\`)`);
   if (name.startsWith('_')) {
     throw new BadRequest(`${where}: column name "${name}" must not start with _ (reserved for the service)`);
   }
@@ -185,8 +189,8 @@ function checkStorable(type: DataType, where: string): void {
   const name = refused[type.typeId];
   if (name !== undefined) throw new BadRequest(`${where}: ${name} columns are not supported by the storage engine`);
   for (const child of type.children ?? []) {
-    if (child.name === '' || CONTROL.test(child.name)) {
-      throw new BadRequest(`${where}: nested field names must be non-empty without control characters`);
+    if (child.name === '' || CONTROL.test(child.name) || child.name.includes('`')) {
+      throw new BadRequest(`${where}: nested field names must be non-empty, without control characters or backticks`);
     }
     checkStorable(child.type, `${where}.${child.name}`);
   }
@@ -247,6 +251,8 @@ export function decodeBase64(text: string, what: string): Uint8Array {
 /** A base64 schema-only Arrow IPC stream → its schema; a stream carrying batches is refused. */
 export function schemaFromIpc(base64: string): Schema {
   const bytes = decodeBase64(base64, 'schema_ipc');
+  // Checked before Arrow JS reads it: a damaged stream could otherwise make the decoder hang or allocate at will.
+  checkIpcStream(bytes, { maxRows: maxRowsFor(bytes), subject: 'schema_ipc' });
   let schema: Schema;
   let hasBatches: boolean;
   try {

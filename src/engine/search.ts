@@ -2,8 +2,9 @@ import { MatchQuery, Operator } from '@lancedb/lancedb';
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
+import { minRowsBytes } from '../arrow/row-size.js';
 import { takeColumns } from '../arrow/take.js';
-import { BadRequest } from '../errors.js';
+import { BadRequest, ResultTooLarge } from '../errors.js';
 import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
 import { READ_OPTIONS } from './lance-reads.js';
 import { checkPredicate, readingPredicate } from './predicate.js';
@@ -444,11 +445,21 @@ export async function countMatches(table: TableHandle, req: MatchRequest): Promi
 }
 
 /** The rows `count` would count, in row order, unscored. */
-export async function tokenMatch(table: TableHandle, req: MatchRequest): Promise<RowsResult> {
+export async function tokenMatch(table: TableHandle, req: MatchRequest, maxBytes: number): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
   const hits = await fullTextMatches(table, req, [ROW_KEY]);
   const keys = hits === undefined ? [] : inRowOrder(hits);
-  return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
+  return rowsByKeys(
+    table,
+    fitting(req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes),
+    fields,
+  );
+}
+
+/** The keys of a reply, refused before its rows are read when even their fixed-width part passes the cap. */
+function fitting(keys: readonly bigint[], fields: readonly Field[], maxBytes: number): readonly bigint[] {
+  if (minRowsBytes(fields, keys.length) > maxBytes) throw new ResultTooLarge(maxBytes, 'the reply');
+  return keys;
 }
 
 /**
@@ -498,7 +509,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
 }
 
 /** Rows whose column equals `value`, in row order (API.md §6 exact_match). */
-export async function exactMatch(table: TableHandle, req: ExactRequest): Promise<RowsResult> {
+export async function exactMatch(table: TableHandle, req: ExactRequest, maxBytes: number): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
   const field = table.schema.fields.find((f) => f.name === req.field_name);
   if (field === undefined) throw new BadRequest(`field_name: no column named "${req.field_name}"`);
@@ -512,5 +523,9 @@ export async function exactMatch(table: TableHandle, req: ExactRequest): Promise
     .limit(ALL_ROWS)
     .toArrow(READ_OPTIONS);
   const keys = inRowOrder(hits);
-  return rowsByKeys(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields);
+  return rowsByKeys(
+    table,
+    fitting(req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes),
+    fields,
+  );
 }

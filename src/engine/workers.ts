@@ -43,6 +43,8 @@ export interface WorkerDeps {
   log: EngineLog;
   /** Tables one database may hold. */
   maxTables: number;
+  /** Bytes a row reply may take (`STRATA_MAX_RESULT_BYTES`). */
+  maxResultBytes: number;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -72,6 +74,7 @@ export class DatabaseWorker {
     private readonly sqlOptions: InstanceOptions & SqlLimits,
     private readonly expiresAtMs: number | undefined,
     private readonly json: JsonThread,
+    private readonly maxResultBytes: number,
   ) {}
 
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
@@ -84,7 +87,16 @@ export class DatabaseWorker {
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log, deps.maxTables);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
     upkeep.start();
-    return new DatabaseWorker(ref, deps.catalog, tables, upkeep, deps.sql, location.expiresAtMs, node.json);
+    return new DatabaseWorker(
+      ref,
+      deps.catalog,
+      tables,
+      upkeep,
+      deps.sql,
+      location.expiresAtMs,
+      node.json,
+      deps.maxResultBytes,
+    );
   }
 
   append(table: string, body: RowsBody): Promise<WriteResult> {
@@ -114,11 +126,11 @@ export class DatabaseWorker {
   }
 
   tokenMatch(table: string, req: MatchRequest): Promise<RowsResult> {
-    return this.onTable(table, (handle) => tokenMatch(handle, req));
+    return this.onTable(table, (handle) => tokenMatch(handle, req, this.maxResultBytes));
   }
 
   exactMatch(table: string, req: ExactRequest): Promise<RowsResult> {
-    return this.onTable(table, (handle) => exactMatch(handle, req));
+    return this.onTable(table, (handle) => exactMatch(handle, req, this.maxResultBytes));
   }
 
   /**

@@ -103,6 +103,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       },
       log: { warn: (details, message) => app.log.warn(details, message) },
       maxTables: config.limits.tablesPerDatabase,
+      maxResultBytes: config.limits.maxResultBytes,
     },
     capacity: config.maxActiveDatabases,
     accountSharePercent: config.limits.workerSharePercent,
