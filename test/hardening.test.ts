@@ -163,6 +163,24 @@ describe('inputs that used to be 500s', () => {
     expect(json.status).toBe(200);
   });
 
+  test('a match with no rows on a table with list and vector columns answers an empty stream', async () => {
+    const none = await api.request(
+      'POST',
+      '/v1/exact_match/hard',
+      { table_name: 'vec', field_name: 'id', value: '999' },
+      { accept: ARROW },
+    );
+    const asJson = await api.request(
+      'POST',
+      '/v1/exact_match/hard',
+      { table_name: 'vec', field_name: 'id', value: '999' },
+      { accept: 'application/json' },
+    );
+
+    expect(none.status).toBe(200);
+    expect(asJson.json).toEqual({ data: [] });
+  });
+
   test('a small body whose left-out columns would fill gigabytes is refused before they are made', async () => {
     await t().create({
       table_name: 'wide_vec',
