@@ -272,7 +272,7 @@ describe('create_table', () => {
     [
       'a union',
       new arrow.SparseUnion([0], [new arrow.Field('a', new arrow.Int32())]),
-      /union columns are not supported/,
+      /column "col" is of type Union, which is not supported/,
     ],
     ['a reserved name', new arrow.Int32(), /must not start with _/, '_hidden'],
   ])('schema_ipc with %s is 400', async (_, type, message, name = 'col') => {
