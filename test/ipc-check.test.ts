@@ -401,6 +401,27 @@ describe('damaged streams are refused with a 400 naming the damage', () => {
     expect(refusal(patched(bytes, (v) => v.setBigInt64(node + 8, 4n, true)))).toMatch(/null count 4 is outside 0..3/);
   });
 
+  test('buffers that overlap, which would let many columns rescan one region, are refused', () => {
+    const bytes = stream(tableOf({ a: [new arrow.Int32(), [1, 2, 3]], b: [new arrow.Int32(), [4, 5, 6]] }));
+    const batch = messagesOf(bytes)[1] as { metaStart: number; buffers: { offset: number; length: number }[] };
+    // b's values buffer (buffer 3), pointed at a's values (buffer 1).
+    const aValues = batch.buffers[1] as { offset: number; length: number };
+    // The last two buffer entries (b's validity, b's values), found whole so as not to match across entries.
+    const tail = new Uint8Array(32);
+    const view = new DataView(tail.buffer);
+    [batch.buffers[2], batch.buffers[3]].forEach((buffer, i) => {
+      view.setBigInt64(16 * i, BigInt(buffer?.offset ?? 0), true);
+      view.setBigInt64(16 * i + 8, BigInt(buffer?.length ?? 0), true);
+    });
+    const entry = indexOf(bytes, tail, batch.metaStart) + 16;
+
+    expect(entry).toBeGreaterThan(0);
+    expect(refusal(bytes)).toBeUndefined();
+    expect(refusal(patched(bytes, (v) => v.setBigInt64(entry, BigInt(aValues.offset), true)))).toMatch(
+      /buffers 1 and 3 overlap/,
+    );
+  });
+
   test('a dictionary index beyond the dictionary', () => {
     const bytes = stream(tableOf({ d: [new arrow.Dictionary(new arrow.Utf8(), new arrow.Int8()), ['x', 'y', 'x']] }));
     const batch = messagesOf(bytes).at(-1) as { bodyStart: number; buffers: { offset: number }[] };

@@ -755,6 +755,19 @@ function checkRecordBatch(
     if (offset % 8 !== 0) damaged(`${where}, buffer ${i} starts at ${offset}, which is not a multiple of 8`);
     return { offset, length: size };
   });
+  // Each buffer is scanned once per column that owns it; buffers that overlapped would let many columns
+  // rescan one region and make the check cost columns × body instead of the body once.
+  const used = buffers
+    .map((region, i) => ({ ...region, i }))
+    .filter((region) => region.length > 0)
+    .sort((a, b) => a.offset - b.offset);
+  for (let k = 1; k < used.length; k++) {
+    const before = used[k - 1] as Region & { i: number };
+    const next = used[k] as Region & { i: number };
+    if (before.offset + before.length > next.offset) {
+      damaged(`${where}, buffers ${before.i} and ${next.i} overlap`);
+    }
+  }
   const walk = new BatchWalk(body, nodes, buffers, maxRows, where, dictionaryLengths);
   for (const field of fields) {
     const n = walk.visit(field);
