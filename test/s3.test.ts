@@ -469,7 +469,7 @@ describe('the server identity is not lent to accounts (confused deputy)', () => 
 });
 
 describe('an S3 location belongs to one database', () => {
-  test("another account cannot bind a bucket prefix already bound, however the endpoint is spelled", async () => {
+  test('another account cannot bind a bucket prefix already bound, however the endpoint is spelled', async () => {
     const other = await strata.as('other-tenant');
     expect((await s3Database('claimed')).status).toBe(201);
     const attempt = (storage: Record<string, unknown>) =>

@@ -178,6 +178,26 @@ describe('tenant limits', () => {
     expect(other.status).toBe(200);
     expect(after.status).toBe(200);
   });
+  test('pipelined requests whose client vanished free their slots', async () => {
+    const { hostname, port } = new URL(strata.url);
+    for (let round = 0; round < 3; round++) {
+      await new Promise<void>((resolve) => {
+        const socket = tcp({ host: hostname, port: Number(port) }, () => {
+          const one = `GET /v1/databases HTTP/1.1\r\nHost: x\r\nAuthorization: ${alice.auth.authorization}\r\n\r\n`;
+          socket.write(one.repeat(6));
+          setTimeout(() => {
+            socket.destroy();
+            resolve();
+          }, 5);
+        });
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    const both = await Promise.all([alice.get('/v1/databases'), alice.get('/v1/databases')]);
+
+    expect(both.map((res) => res.status)).toEqual([200, 200]);
+  });
 });
 
 describe('the share of a node one account may hold', () => {

@@ -237,6 +237,29 @@ export function castData(data: Data, target: Field, path: string = target.name):
   );
 }
 
+/**
+ * Vectors hold finite numbers only (API.md §5 says so of JSON; Lance refuses NaN in a vector column outright).
+ * Items of null rows are not looked at: they are filler.
+ */
+function checkFiniteItems(list: Data, items: Data, size: number, path: string): void {
+  const values = items.values as Float32Array | Float64Array | Uint16Array;
+  const half = values instanceof Uint16Array;
+  for (let row = 0; row < list.length; row++) {
+    if (!list.getValid(row)) continue;
+    for (let j = row * size; j < (row + 1) * size; j++) {
+      if (!items.getValid(j)) continue;
+      const v = values[j] ?? 0;
+      if (half ? (v & 0x7c00) === 0x7c00 : !Number.isFinite(v)) {
+        throw new ValueError(
+          row,
+          path,
+          `item ${j - row * size} is ${half ? 'not finite' : String(v)}; vectors hold finite numbers only`,
+        );
+      }
+    }
+  }
+}
+
 function castToFixedList(data: Data, target: Field, path: string): Data {
   const to = target.type as InstanceType<typeof arrow.FixedSizeList>;
   const size = to.listSize;
@@ -272,6 +295,7 @@ function castToFixedList(data: Data, target: Field, path: string): Data {
     if (err instanceof ValueError) throw new ValueError(Math.floor(err.index / size), err.path, err.message);
     throw err;
   }
+  if (cast.type.typeId === Type.Float) checkFiniteItems(data, cast, size, path);
   return arrow.makeData({
     type: to,
     length: n,

@@ -131,7 +131,21 @@ export function batchesFromArrow(schema: Schema, bytes: Uint8Array): ParsedRows 
     bytes.byteLength,
   );
   let rowBase = 0;
-  const converted = batches.map((batch) => {
+  // A stream of no rows (schema only, or empty batches) is an append of nothing, as `{"data": []}` is; Arrow JS
+  // invents a batch without columns for a stream that has none.
+  const withRows = batches.filter((batch) => batch.numRows > 0);
+  if (withRows.length === 0) {
+    return {
+      batches: [
+        batchOf(
+          schema,
+          0,
+          schema.fields.map((field) => nullData(field.type, 0)),
+        ),
+      ],
+    };
+  }
+  const converted = withRows.map((batch) => {
     try {
       const columns = schema.fields.map((field) => {
         const at = present.get(field.name);

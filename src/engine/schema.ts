@@ -160,6 +160,8 @@ function checkColumnName(name: string, where: string): void {
   // Predicates, filters and the engines' own generated SQL back-quote names; a name holding the quote
   // itself cannot be written in all of them alike.
   if (name.includes('`')) throw new BadRequest(`${where}: column name "${name}" must not contain a backtick (\`)`);
+  // Lance reads a dot in a top-level name as a path into a struct.
+  if (name.includes('.')) throw new BadRequest(`${where}: column name "${name}" must not contain a dot (.)`);
   if (name.startsWith('_')) {
     throw new BadRequest(`${where}: column name "${name}" must not start with _ (reserved for the service)`);
   }

@@ -119,9 +119,12 @@ const quoteName = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 function projectionOf(table: TableHandle, projection: readonly string[] | undefined): Field[] {
   if (projection === undefined) return table.schema.fields;
   const byName = new Map(table.schema.fields.map((f) => [f.name, f] as const));
+  const seen = new Set<string>();
   return projection.map((name, i) => {
     const field = byName.get(name);
     if (field === undefined) throw new BadRequest(`projection[${i}]: no column named "${name}"`);
+    if (seen.has(name)) throw new BadRequest(`projection[${i}]: column "${name}" is listed twice`);
+    seen.add(name);
     return field;
   });
 }

@@ -13,6 +13,7 @@ import { concurrencyPlugin } from './concurrency.js';
 import type { AppContext } from './context.js';
 import { docsPlugin } from './docs.js';
 import { handleError, handleNotFound } from './errors.js';
+import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { metricsPlugin, ServiceMetrics } from './metrics.js';
 import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
@@ -59,9 +60,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
-    // A whole request (headers and body) must arrive within this; the idle limit below catches trickles sooner.
-    requestTimeout: Math.max(300_000, config.bodyIdleMs),
     genReqId: () => randomUUID(),
+    // Names may be 128 characters (API.md §2); the router's default refuses path segments over 100.
+    maxParamLength: 256,
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
     requestIdHeader: false,
     ajv: {
       customOptions: {

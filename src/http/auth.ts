@@ -1,3 +1,4 @@
+import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { authenticate } from '../control/keys.js';
@@ -27,39 +28,67 @@ const PRINCIPAL = Symbol('principal');
 type WithPrincipal = FastifyRequest & { [PRINCIPAL]?: Principal };
 
 /**
- * Failed authentications counted per client address in fixed one-minute windows, so that guessing keys costs
- * a minute per `limit` guesses. Windows of addresses that stopped failing are dropped when they end.
+ * Failed authentications counted per client address in fixed one-minute windows. An IPv6 client is counted by
+ * its /64, which one host usually holds whole. The table is bounded: windows that ended are dropped once per
+ * window, and past `maxAddresses` the oldest entries go first.
  */
 export class AuthFailures {
   private readonly windows = new Map<string, { startMs: number; count: number }>();
+  private prunedMs = 0;
 
   constructor(
     private readonly limit: number,
     private readonly windowMs = 60_000,
+    private readonly maxAddresses = 100_000,
   ) {}
 
-  /** Seconds until `address` may try again, or 0 when it may try now. */
+  /** Seconds until `address` may fail again without a 429, or 0 when it may now. */
   blockedFor(address: string, nowMs = Date.now()): number {
-    const window = this.windows.get(address);
+    const window = this.windows.get(clientOf(address));
     if (window === undefined || nowMs - window.startMs >= this.windowMs || window.count < this.limit) return 0;
     return Math.max(1, Math.ceil((window.startMs + this.windowMs - nowMs) / 1000));
   }
 
   record(address: string, nowMs = Date.now()): void {
-    if (this.windows.size > 100_000) this.prune(nowMs);
-    const window = this.windows.get(address);
-    if (window === undefined || nowMs - window.startMs >= this.windowMs) {
-      this.windows.set(address, { startMs: nowMs, count: 1 });
-    } else {
+    this.prune(nowMs);
+    const client = clientOf(address);
+    const window = this.windows.get(client);
+    if (window !== undefined && nowMs - window.startMs < this.windowMs) {
       window.count++;
+      return;
+    }
+    // Re-inserted, so that the map's order stays oldest window first.
+    this.windows.delete(client);
+    this.windows.set(client, { startMs: nowMs, count: 1 });
+    for (const oldest of this.windows.keys()) {
+      if (this.windows.size <= this.maxAddresses) break;
+      this.windows.delete(oldest);
     }
   }
 
   private prune(nowMs: number): void {
-    for (const [address, window] of this.windows) {
-      if (nowMs - window.startMs >= this.windowMs) this.windows.delete(address);
+    if (nowMs - this.prunedMs < this.windowMs) return;
+    this.prunedMs = nowMs;
+    for (const [client, window] of this.windows) {
+      if (nowMs - window.startMs < this.windowMs) break; // oldest first: the rest are younger
+      this.windows.delete(client);
     }
   }
+}
+
+/** The client an address counts as: itself for IPv4, its /64 for IPv6. */
+function clientOf(address: string): string {
+  if (!isIPv6(address)) return address;
+  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (v4 !== undefined) return v4;
+  const [head = '', tail] = address.split('::');
+  const left = head === '' ? [] : head.split(':');
+  const right = tail === undefined || tail === '' ? [] : tail.split(':');
+  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
 }
 
 /**
@@ -83,14 +112,15 @@ export const authPlugin = fp(async (app: FastifyInstance) => {
   });
   app.addHook('onRequest', async (req, reply) => {
     if (isPublicRoute(req.routeOptions.url)) return;
-    const wait = failures.blockedFor(req.ip);
-    if (wait > 0) {
-      throw new ApiError(429, `too many failed authentications from this address; retry after ${wait} s`, wait, {
-        code: 'auth_rate_limited',
-      });
-    }
     const who = await authenticate(app.ctx.store, req.headers.authorization);
     if (who === undefined) {
+      // A good key always passes: a client behind the same proxy or NAT as a guesser is never locked out.
+      const wait = failures.blockedFor(req.ip);
+      if (wait > 0) {
+        throw new ApiError(429, `too many failed authentications from this address; retry after ${wait} s`, wait, {
+          code: 'auth_rate_limited',
+        });
+      }
       failures.record(req.ip);
       void reply.header('www-authenticate', 'Bearer');
       throw new Unauthorized();

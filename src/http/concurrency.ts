@@ -5,8 +5,8 @@ import { LimitExceeded } from '../errors.js';
 /**
  * At most `STRATA_MAX_CONCURRENT_REQUESTS_PER_ACCOUNT` requests of one account run at once on a node; the
  * next is refused at once (429 + Retry-After), so one tenant's burst cannot take every slot of the event loop,
- * the workers and the SQL engines from the others. A request counts until its connection's response ends,
- * however it ends (sent, failed, or the client gone).
+ * the workers and the SQL engines from the others. A request counts until its response ends or its connection
+ * closes, however that comes (sent, failed, or the client gone).
  */
 export const concurrencyPlugin = fp(async (app: FastifyInstance) => {
   const limit = app.ctx.config.limits.concurrentRequestsPerAccount;
@@ -22,10 +22,21 @@ export const concurrencyPlugin = fp(async (app: FastifyInstance) => {
       );
     }
     running.set(account, now + 1);
-    reply.raw.once('close', () => {
+    // The response's close, or the socket's: a pipelined request queued behind another never gets a response
+    // object closed when its client goes away, but its socket closes.
+    const socket = req.raw.socket;
+    let counted = true;
+    const done = () => {
+      if (!counted) return;
+      counted = false;
+      reply.raw.off('close', done);
+      socket?.off('close', done);
       const left = (running.get(account) ?? 1) - 1;
       if (left <= 0) running.delete(account);
       else running.set(account, left);
-    });
+    };
+    reply.raw.once('close', done);
+    socket?.once('close', done);
+    if (reply.raw.closed || socket?.destroyed === true) done();
   });
 });
