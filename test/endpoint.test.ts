@@ -34,6 +34,8 @@ describe('storage endpoints never point the server at its own network', () => {
     ['plain http to a public host', 'http://s3.amazonaws.com'],
     ['not a URL', 'not a url'],
     ['credentials in the URL', 'https://user:pw@s3.amazonaws.com'],
+    ['a path, which would stand for a bucket', 'https://52.216.0.1/other-bucket'],
+    ['a virtual-hosted AWS bucket name', 'https://victim.s3.us-east-1.amazonaws.com'],
   ])('%s is refused with 422', async (_, endpoint) => {
     const res = await api.post('/v1/databases', {
       name: 'ssrf',
@@ -51,6 +53,48 @@ describe('storage endpoints never point the server at its own network', () => {
     });
 
     expect(res.status).toBe(201);
+  });
+});
+
+describe('storage locations are spelled one way', () => {
+  test.each([
+    ['a bucket with a slash', { bucket: 'a/b' }],
+    ['a bucket with upper case', { bucket: 'Bucket' }],
+    ['a bucket with a query character', { bucket: 'b?x' }],
+  ])('%s is 400 naming the S3 rule', async (_, storage) => {
+    const res = await api.post('/v1/databases', {
+      name: 'spelled',
+      storage: { provider: 's3', endpoint: 'https://52.216.0.2', role_arn: ROLE, ...storage },
+    });
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/body.storage.bucket must be an S3 bucket name/);
+  });
+
+  test('a prefix holding % ? or # is 422', async () => {
+    for (const prefix of ['a/%2e%2e', 'a?b', 'a#b']) {
+      const res = await api.post('/v1/databases', {
+        name: 'spelled',
+        storage: { provider: 's3', bucket: 'bucket', endpoint: 'https://52.216.0.2', role_arn: ROLE, prefix },
+      });
+      expect(res.status, prefix).toBe(422);
+      expect(res.json.error).toMatch(/any of % \? #/);
+    }
+  });
+
+  test('one endpoint spelled with a trailing dot or its default port is one location', async () => {
+    const bind = (name: string, endpoint: string) =>
+      api.post('/v1/databases', {
+        name,
+        storage: { provider: 's3', bucket: 'shared-bucket', endpoint, role_arn: ROLE, prefix: 'p' },
+      });
+
+    expect((await bind('first', 'https://52.216.0.3')).status).toBe(201);
+    for (const endpoint of ['https://52.216.0.3:443', 'https://52.216.0.3./', 'HTTPS://52.216.0.3']) {
+      const res = await bind('second', endpoint);
+      expect(res.status, endpoint).toBe(409);
+      expect(res.json.code).toBe('location_in_use');
+    }
   });
 });
 

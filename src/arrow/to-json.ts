@@ -257,12 +257,16 @@ export function jsonText(source: Table | readonly RecordBatch[], maxChars = MAX_
   const tooLarge = () => new ResultTooLarge(bound, 'the reply as JSON');
   const parts: string[] = [];
   let length = 0;
+  const batches = Array.isArray(source) ? (source as readonly RecordBatch[]) : (source as Table).batches;
   try {
-    for (const row of rowsToJson(source)) {
-      const text = JSON.stringify(row);
-      length += text.length + 1;
-      if (length > bound) throw tooLarge();
-      parts.push(text);
+    // A batch at a time: the row objects of one batch, not of the whole reply, are alive at once.
+    for (const batch of batches) {
+      for (const row of rowsToJson([batch])) {
+        const text = JSON.stringify(row);
+        length += text.length + 1;
+        if (length > bound) throw tooLarge();
+        parts.push(text);
+      }
     }
   } catch (err) {
     // A single value past V8's string limit fails as it is decoded or stringified.

@@ -4,6 +4,9 @@ import Type from 'typebox';
 export const NAME_PATTERN = '^[A-Za-z0-9-][A-Za-z0-9_-]{0,127}$';
 export const NAME_RULE = '1–128 characters of A-Z a-z 0-9 _ -, not starting with _';
 
+/** S3's rule for bucket names (3–63 of a-z 0-9 . -, starting and ending with a letter or digit). */
+export const S3_BUCKET_PATTERN = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$';
+
 export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 128 });
 
 export const ErrorBody = Type.Object(
@@ -17,6 +20,7 @@ export const ErrorBody = Type.Object(
 /** Human wording for the patterns the contract uses, so a 400 explains the rule instead of a regex. */
 export const PATTERN_RULES: Readonly<Record<string, string>> = {
   [NAME_PATTERN]: NAME_RULE,
+  [S3_BUCKET_PATTERN]: 'an S3 bucket name: 3–63 characters of a-z 0-9 . -, starting and ending with a letter or digit',
 };
 
 export const DatabaseParams = Type.Object({ name: Name }, { additionalProperties: false });

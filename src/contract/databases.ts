@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { Name } from './common.js';
+import { Name, S3_BUCKET_PATTERN } from './common.js';
 
 export const DatabaseState = Type.Union([
   Type.Literal('unverified'),
@@ -12,7 +12,8 @@ export type DatabaseState = Type.Static<typeof DatabaseState>;
 export const S3Storage = Type.Object(
   {
     provider: Type.Literal('s3'),
-    bucket: Type.String({ minLength: 3, maxLength: 63 }),
+    // S3's own rule for bucket names: nothing a URI would read as anything but a name.
+    bucket: Type.String({ minLength: 3, maxLength: 63, pattern: S3_BUCKET_PATTERN }),
     region: Type.Optional(Type.String({ pattern: '^[a-z0-9-]{1,64}$' })),
     endpoint: Type.Optional(Type.String({ minLength: 1, maxLength: 2048 })),
     prefix: Type.Optional(Type.String({ maxLength: 1024 })),

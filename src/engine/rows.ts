@@ -76,7 +76,8 @@ export const convertedBytesLimit = (bodyBytes: number): number => Math.max(256 *
 
 /** Refuses rows that would take more than `convertedBytesLimit` as the table's columns, before any is made. */
 export function checkConvertedSize(schema: Schema, rows: number, bodyBytes: number): void {
-  const needed = minRowsBytes(schema.fields, rows);
+  // Each row also gets its 8-byte row key, which a body of no (or only Null-typed) columns does not pay for.
+  const needed = minRowsBytes(schema.fields, rows) + 8 * rows;
   const limit = convertedBytesLimit(bodyBytes);
   if (needed > limit) {
     throw new BadRequest(

@@ -2,7 +2,7 @@ import type { RecordBatch, Schema } from 'apache-arrow';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { arrow } from '../arrow/arrow.js';
 import { writableBatches } from '../arrow/ipc.js';
-import { jsonText } from '../arrow/to-json.js';
+import { jsonText, MAX_JSON_TEXT } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
 import { INLINE_ENCODE_BYTES } from '../engine/json-rows.js';
 import { ApiError, ResultTooLarge } from '../errors.js';
@@ -76,12 +76,21 @@ const ipcOf = (result: RowsReply): Uint8Array =>
 
 const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
-/** Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. */
-export async function sendRows(reply: FastifyReply, encoding: string, result: RowsReply): Promise<FastifyReply> {
+/**
+ * Rows as an Arrow IPC stream or as `{data: [...]}`; an empty result still carries the schema. A read's reply
+ * is capped (`STRATA_MAX_RESULT_BYTES`); a write's reply (`written`) is not, since the write has committed by
+ * then and a refusal would invite a retry that writes it twice; only its JSON text is bounded, by V8.
+ */
+export async function sendRows(
+  reply: FastifyReply,
+  encoding: string,
+  result: RowsReply,
+  kind: 'read' | 'written' = 'read',
+): Promise<FastifyReply> {
   const { ctx } = reply.server;
-  const cap = ctx.config.limits.maxResultBytes;
+  const cap = kind === 'read' ? ctx.config.limits.maxResultBytes : MAX_JSON_TEXT;
   const bytes = result.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
-  if (bytes > cap) throw new ResultTooLarge(cap, 'the reply');
+  if (kind === 'read' && bytes > cap) throw new ResultTooLarge(cap, 'the reply');
   if (encoding === JSON_TYPE) {
     const text =
       bytes <= INLINE_ENCODE_BYTES

@@ -37,10 +37,11 @@ export function prefixSegments(prefix: string): string[] {
   if (trimmed === '') return [];
   const segments = trimmed.split('/');
   for (const segment of segments) {
+    // %, ? and # would be read as escapes, a query or a fragment once the prefix is part of a URI.
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are exactly what is refused
-    if (segment === '' || segment === '.' || segment === '..' || /[\\\u0000-\u001f]/.test(segment)) {
+    if (segment === '' || segment === '.' || segment === '..' || /[\\\u0000-\u001f%?#]/.test(segment)) {
       throw new Unprocessable(
-        `storage binding refused: prefix "${prefix}" must be /-separated names without empty, "." or ".." parts`,
+        `storage binding refused: prefix "${prefix}" must be /-separated names without empty, "." or ".." parts, or any of % ? #`,
       );
     }
   }

@@ -23,7 +23,9 @@ function serviceOf(endpoint: string | null): string {
   }
   const host = url.hostname.toLowerCase().replace(/\.$/, '');
   if (host === 'amazonaws.com' || host.endsWith('.amazonaws.com')) return 'aws';
-  return url.origin.toLowerCase();
+  // The origin without a trailing dot and with its port spelled out: `https://h.` and `https://h:443` are `https://h`.
+  const port = url.port === '' ? (url.protocol === 'http:' ? '80' : '443') : url.port;
+  return `${url.protocol}//${host}:${port}`;
 }
 
 export function locationOf(binding: Binding): StorageLocation {

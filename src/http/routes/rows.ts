@@ -68,7 +68,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         worker.append(req.query.table, rowsOf(req)),
       );
       void reply.header('x-strata-table-version', String(result.version));
-      return sendRows(reply, encoding, result);
+      return sendRows(reply, encoding, result, 'written');
     },
   );
 
@@ -98,7 +98,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'x-strata-tombstoned': String(counts.n_tombstoned),
         'x-strata-not-found': String(counts.n_not_found),
       });
-      return sendRows(reply, encoding, result);
+      return sendRows(reply, encoding, result, 'written');
     },
   );
 
