@@ -159,7 +159,8 @@ export async function endpointRefusal(
   if (url.username !== '' || url.password !== '') return 'it must not carry credentials';
   if (url.search !== '' || url.hash !== '') return 'it must not carry a query or fragment';
   // A path would be put before every key: another bucket (or another bucket's prefix) in disguise.
-  if (url.pathname !== '/' && url.pathname !== '') return 'it must not carry a path; give the bucket and prefix instead';
+  if (url.pathname !== '/' && url.pathname !== '')
+    return 'it must not carry a path; give the bucket and prefix instead';
   const host = url.hostname.toLowerCase().replace(/\.$/, '');
   // A virtual-hosted AWS name (`<bucket>.s3.<region>.amazonaws.com`) names a bucket itself.
   if (/\.amazonaws\.com$/.test(host) && !/^s3[.-]/.test(host)) {
