@@ -424,3 +424,51 @@ describe('inputs that used to be 500s', () => {
     expect((await fetch(`${strata.url}/healthz`)).status).toBe(200);
   });
 });
+
+describe('replies of any number of rows', () => {
+  test('are read a part at a time, in row order, and refused once the parts pass the cap', async () => {
+    const server = await startStrata({ STRATA_MAX_RESULT_BYTES: String(4 * 1024 * 1024) });
+    try {
+      const owner = await server.as('many');
+      await activeLocalDatabase(owner, 'many');
+      const t = tablesOf(owner, 'many');
+      await t.create({
+        table_name: 'rows',
+        schema: [
+          { name: 'id', type: 'i32' },
+          { name: 'tag', type: 'utf8' },
+          { name: 's', type: 'utf8' },
+        ],
+      });
+      const n = 20_000;
+      const filler = 'z'.repeat(250);
+      expect(
+        (
+          await t.append(
+            'rows',
+            Array.from({ length: n }, (_, id) => ({ id, tag: 'same', s: filler })),
+          )
+        ).status,
+      ).toBe(200);
+      const match = (projection: string[]) =>
+        owner.request(
+          'POST',
+          '/v1/exact_match/many',
+          { table_name: 'rows', field_name: 'tag', value: 'same', projection },
+          { accept: 'application/json' },
+        );
+
+      const ids = await match(['id']);
+      const wide = await match(['s']);
+
+      expect(ids.status).toBe(200);
+      expect((ids.json as { data: { id: number }[] }).data.map((row) => row.id)).toEqual(
+        Array.from({ length: n }, (_, i) => i),
+      );
+      expect(wide.status).toBe(400);
+      expect(wide.json.code).toBe('result_too_large');
+    } finally {
+      await server.close();
+    }
+  });
+});

@@ -452,17 +452,35 @@ export async function tokenMatch(table: TableHandle, req: MatchRequest, maxBytes
   const fields = projectionOf(table, req.projection);
   const hits = await fullTextMatches(table, req, [ROW_KEY]);
   const keys = hits === undefined ? [] : inRowOrder(hits);
-  return rowsByKeys(
-    table,
-    fitting(req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes),
-    fields,
-  );
+  return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
 }
 
-/** The keys of a reply, refused before its rows are read when even their fixed-width part passes the cap. */
-function fitting(keys: readonly bigint[], fields: readonly Field[], maxBytes: number): readonly bigint[] {
+/** Keys read together when a reply may hold any number of rows: one `IN` list of Lance's, one batch of ours. */
+const KEYS_PER_READ = 16_384;
+
+/**
+ * The rows of `keys`, unscored, read a part at a time and refused as soon as they pass `maxBytes`: at once
+ * when even their fixed-width part would, else as the parts read add up, never after reading them all.
+ */
+async function rowsWithin(
+  table: TableHandle,
+  keys: readonly bigint[],
+  fields: readonly Field[],
+  maxBytes: number,
+): Promise<RowsResult> {
   if (minRowsBytes(fields, keys.length) > maxBytes) throw new ResultTooLarge(maxBytes, 'the reply');
-  return keys;
+  if (keys.length <= KEYS_PER_READ) return rowsByKeys(table, keys, fields);
+  const rows: RecordBatch[] = [];
+  let bytes = 0;
+  let schema: Schema | undefined;
+  for (let at = 0; at < keys.length; at += KEYS_PER_READ) {
+    const part = await rowsByKeys(table, keys.slice(at, at + KEYS_PER_READ), fields);
+    schema = part.schema;
+    bytes += part.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
+    if (bytes > maxBytes) throw new ResultTooLarge(maxBytes, 'the reply');
+    rows.push(...part.rows);
+  }
+  return { schema: schema ?? new arrow.Schema([...fields]), rows };
 }
 
 /**
@@ -526,9 +544,5 @@ export async function exactMatch(table: TableHandle, req: ExactRequest, maxBytes
     .limit(ALL_ROWS)
     .toArrow(READ_OPTIONS);
   const keys = inRowOrder(hits);
-  return rowsByKeys(
-    table,
-    fitting(req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes),
-    fields,
-  );
+  return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
 }
