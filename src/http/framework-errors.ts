@@ -28,10 +28,13 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? [431, 'the request headers are larger than the server accepts', 'headers_too_large']
         : [400, 'the request is not valid HTTP/1.1', 'bad_request'];
-  const body = JSON.stringify({ error, code });
+  // An answer to HEAD has no body (RFC 9110 §9.3.2); the parser keeps what it read of the request.
+  const raw = (err as { rawPacket?: unknown }).rawPacket;
+  const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
+  const body = head ? '' : JSON.stringify({ error, code });
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(JSON.stringify({ error, code }))}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

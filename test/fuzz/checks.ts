@@ -62,11 +62,11 @@ function httpProblems(c: FuzzCase & { kind: 'http' }, o: Outcome): string[] {
   if (c.foreign && ((status >= 200 && status < 300) || [409, 422, 503].includes(status))) {
     problems.push(`other account's database answered ${status}, not 404`);
   }
-  // Limits on the request's size, and a path that is not valid percent-encoding (the router cannot tell which
-  // route it names), are answered before anything can be authenticated; an answer without X-Request-Id never
+  // Limits on the request's size, a path that is not valid percent-encoding (the router cannot tell which
+  // route it names) and a request the HTTP parser cannot read are answered before anything can be authenticated; an answer without X-Request-Id never
   // reached the app's hooks (that is its own problem, below).
   const reachedApp = header(o, 'x-request-id') !== undefined;
-  const unroutable = status === 400 && /not valid percent-encoded/.test(o.body.toString('latin1'));
+  const unroutable = status === 400 && /not valid percent-encoded|not valid HTTP/.test(o.body.toString('latin1'));
   if (needsKey(c) && !keyed && reachedApp && !unroutable && ![401, 429, 414, 431].includes(status)) {
     problems.push(`no key answered ${status}, not 401`);
   }
