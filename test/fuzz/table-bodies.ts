@@ -344,7 +344,7 @@ export function dropBodies(world: World): fc.Arbitrary<Mutated> {
   );
   // Neither edges nor hostile values spell a fixture table: drops keep to tables the fuzzer owns.
   return mutate(base, {
-    table_name: fc.oneof(fc.constantFrom('nope', 'secret', 'fz_t99'), hostileNames),
+    table_name: fc.oneof(fc.constantFrom('nope', 'fz_t99'), hostileNames),
     purge: fc.constantFrom('true', 1, null),
   });
 }
