@@ -326,6 +326,30 @@ describe('inputs that used to be 500s', () => {
     expect(res.json.code).toBe('result_too_large');
   });
 
+  test('Arrow bodies with invalid UTF-8 or broken offsets in a text column are 400 naming the column', async () => {
+    const ipc = ipcOf(new arrow.Table({ title: arrow.vectorFromArray(['abab', 'cdcd'], new arrow.Utf8()) }));
+    const at = Buffer.from(ipc).indexOf('ababcdcd');
+    const offsets = Buffer.from(ipc).indexOf(Buffer.from(Int32Array.of(0, 4, 8).buffer));
+    const badText = new Uint8Array(ipc);
+    badText[at] = 0xff;
+    const badOffsets = new Uint8Array(ipc);
+    new DataView(badOffsets.buffer).setInt32(offsets + 8, 1 << 20, true);
+    await t().create({ table_name: 'texts', schema: [{ name: 'title', type: 'utf8' }] });
+    const send = (body: Uint8Array) =>
+      api.request('POST', '/v1/append/hard?table=texts', body, { 'content-type': ARROW });
+
+    const text = await send(badText);
+    const broken = await send(badOffsets);
+
+    expect(at).toBeGreaterThan(0);
+    expect(offsets).toBeGreaterThan(0);
+    expect(text.status).toBe(400);
+    expect(text.json.error).toMatch(/column "title": the string data is not valid UTF-8/);
+    expect(broken.status).toBe(400);
+    expect(broken.json.error).toMatch(/column "title"/);
+    expect(await t().count('texts')).toBe(0);
+  });
+
   test('an Arrow body of no rows (schema only) appends nothing, as {"data": []} does', async () => {
     const schema = new arrow.Schema([
       new arrow.Field('id', new arrow.Int64(), false),
