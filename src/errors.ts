@@ -1,29 +1,55 @@
 /**
- * The service's typed errors. Each carries its HTTP status and a stable snake_case `code` (API.md §9: clients
- * branch on the code, people read the message); `http/errors.ts` is the one place that turns them into
- * responses. Engines and the control layer throw these and never see a Fastify reply.
+ * Every error code the service answers with (API.md §9): clients branch on the code, people read the message.
+ * Codes are stable; their sentences may change. The OpenAPI document and `docs/errors.md` list this table.
  */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-    /** Seconds for `Retry-After`, on the statuses that invite a retry. */
-    readonly retryAfterS?: number,
-    /** Extra fields merged into the error body beside `error` (a `code` here overrides the default). */
-    readonly details?: Readonly<Record<string, unknown>>,
-  ) {
-    super(message);
-    this.name = new.target.name;
-  }
+export const ERROR_CODES = {
+  bad_request: 'The body, query string, name, schema, predicate or SQL is invalid; the message names what.',
+  body_too_complex: "The body's rows would take too much memory once converted to the table's columns.",
+  result_too_large: 'The result is larger than STRATA_MAX_RESULT_BYTES; ask for fewer rows or columns.',
+  unauthorized: 'The API key is missing, malformed, unknown or revoked.',
+  unknown_database: 'No database of that name in this account (another account’s is answered the same).',
+  unknown_table: 'No table of that name in the database.',
+  unknown_account: 'The key’s account no longer exists.',
+  not_found: 'Nothing of that name.',
+  no_route: 'No route for this method and path.',
+  not_acceptable: 'The Accept header allows none of the encodings the endpoint produces.',
+  timeout: 'The request ran over its time limit.',
+  sql_timeout: 'The SQL query ran over STRATA_SQL_TIMEOUT_MS.',
+  request_timeout: 'The request did not arrive in time.',
+  conflict: 'The request conflicts with the current state.',
+  database_exists: 'The account already has a database of that name.',
+  table_exists: 'The database already has a table of that name.',
+  location_in_use: 'Another database binds the same storage location, or one inside or around it.',
+  database_not_verified: 'The database’s storage binding was never verified: call its verify endpoint.',
+  database_verify_failed: 'The last storage verification failed; fix the grant and verify again.',
+  verification_running: 'A verification of this database is already running.',
+  catalog_change_in_flight: 'Another table creation or drop of this database was being applied; reissue it.',
+  row_count_mismatch: 'An update’s replacement rows do not number the rows its predicate matched.',
+  limit_exceeded: 'A tenant limit: a count (409) or a rate or concurrency (429, Retry-After).',
+  body_too_large: 'The body is larger than STRATA_MAX_BODY_BYTES.',
+  uri_too_long: 'A segment of the request path is too long.',
+  unsupported_media_type: 'The Content-Type is not one the endpoint takes.',
+  unprocessable: 'The request is well formed but cannot be carried out.',
+  binding_refused: 'The storage binding is refused: provider off, endpoint not allowed, bucket or prefix invalid.',
+  verification_failed: 'Storage verification failed at a step; `provider_code` carries the store’s own code.',
+  rate_limited: 'The key made more requests this minute than STRATA_RATE_LIMIT_PER_MINUTE.',
+  auth_rate_limited: 'Too many failed authentications from this address this minute.',
+  headers_too_large: 'The request headers are larger than the server accepts.',
+  internal: 'A fault of the service itself; the message carries only the request id.',
+  unavailable: 'The service cannot answer now; retry after Retry-After.',
+  database_activating: 'The database’s workers are being placed; retry after Retry-After.',
+  no_capacity: 'No worker capacity is free on this node; retry after Retry-After.',
+  storage_unavailable: 'The bucket could not be reached; retry after Retry-After.',
+  sql_engine_closing: 'The database’s SQL engine closed (its database was deleted or let go); retry.',
+  converter_out_of_memory: 'Converting a request’s rows needed more memory than a request may use; retry.',
+} as const;
 
-  /** The stable code of this error. */
-  get code(): string {
-    const given = this.details?.code;
-    return typeof given === 'string' ? given : (DEFAULT_CODES[this.status] ?? 'error');
-  }
-}
+export type ErrorCode = keyof typeof ERROR_CODES;
 
-const DEFAULT_CODES: Readonly<Record<number, string>> = {
+/** An error body (API.md §9). */
+export const errorBody = (error: string, code: ErrorCode): { error: string; code: ErrorCode } => ({ error, code });
+
+const DEFAULT_CODES: Readonly<Record<number, ErrorCode>> = {
   400: 'bad_request',
   401: 'unauthorized',
   404: 'not_found',
@@ -37,9 +63,40 @@ const DEFAULT_CODES: Readonly<Record<number, string>> = {
   503: 'unavailable',
 };
 
+export interface ApiErrorOptions {
+  /** Seconds for `Retry-After`, on the statuses that invite a retry. */
+  retryAfterS?: number;
+  /** The stable code; the status's general one when absent. */
+  code?: ErrorCode;
+  /** Extra fields of the error body beside `error` and `code`. */
+  details?: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * The service's typed errors. Each carries its HTTP status and a code from `ERROR_CODES`; `http/errors.ts` is
+ * the one place that turns them into responses. Engines and the control layer throw these and never see a reply.
+ */
+export class ApiError extends Error {
+  readonly retryAfterS: number | undefined;
+  readonly code: ErrorCode;
+  readonly details: Readonly<Record<string, unknown>> | undefined;
+
+  constructor(
+    readonly status: number,
+    message: string,
+    options: ApiErrorOptions = {},
+  ) {
+    super(message);
+    this.name = new.target.name;
+    this.retryAfterS = options.retryAfterS;
+    this.code = options.code ?? DEFAULT_CODES[status] ?? 'internal';
+    this.details = options.details;
+  }
+}
+
 export class BadRequest extends ApiError {
-  constructor(message: string, code?: string) {
-    super(400, message, undefined, code === undefined ? undefined : { code });
+  constructor(message: string, code?: ErrorCode) {
+    super(400, message, { code });
   }
 }
 
@@ -50,33 +107,33 @@ export class Unauthorized extends ApiError {
 }
 
 export class NotFound extends ApiError {
-  constructor(what: string) {
-    super(404, `${what} not found`);
+  constructor(what: string, code: ErrorCode = 'not_found') {
+    super(404, `${what} not found`, { code });
   }
 }
 
 export class Conflict extends ApiError {
-  constructor(message: string, retryAfterS?: number, code?: string) {
-    super(409, message, retryAfterS, code === undefined ? undefined : { code });
+  constructor(message: string, retryAfterS?: number, code?: ErrorCode) {
+    super(409, message, { retryAfterS, code });
   }
 }
 
 export class RequestTimeout extends ApiError {
-  constructor(message: string) {
-    super(408, message);
+  constructor(message: string, code: ErrorCode = 'timeout') {
+    super(408, message, { code });
   }
 }
 
 export class Unprocessable extends ApiError {
-  constructor(message: string, details?: Readonly<Record<string, unknown>>) {
-    super(422, message, undefined, details);
+  constructor(message: string, code?: ErrorCode, details?: Readonly<Record<string, unknown>>) {
+    super(422, message, { code, details });
   }
 }
 
 /** A tenant limit (API.md §9): counts are `409`, rates and concurrency `429` with `Retry-After`. */
 export class LimitExceeded extends ApiError {
   constructor(message: string, retryAfterS?: number) {
-    super(retryAfterS === undefined ? 409 : 429, message, retryAfterS, { code: 'limit_exceeded' });
+    super(retryAfterS === undefined ? 409 : 429, message, { retryAfterS, code: 'limit_exceeded' });
   }
 }
 
@@ -86,14 +143,13 @@ export class ResultTooLarge extends ApiError {
     super(
       400,
       `${what} is larger than the ${capBytes}-byte cap on replies (STRATA_MAX_RESULT_BYTES); select fewer rows or columns`,
-      undefined,
       { code: 'result_too_large' },
     );
   }
 }
 
 export class Unavailable extends ApiError {
-  constructor(message: string, retryAfterS = 1) {
-    super(503, message, retryAfterS);
+  constructor(message: string, retryAfterS = 1, code: ErrorCode = 'unavailable') {
+    super(503, message, { retryAfterS, code });
   }
 }

@@ -44,6 +44,7 @@ describe('register', () => {
 
     expect(res.status).toBe(409);
     expect(res.json.error).toMatch(/"twice" is already registered/);
+    expect(res.json.code).toBe('database_exists');
   });
 
   test.each([
@@ -160,6 +161,7 @@ describe('verify', () => {
 
     expect(res.status).toBe(404);
     expect(res.json.error).toBe('database "nope" not found');
+    expect(res.json.code).toBe('unknown_database');
   });
 
   test('an invalid name in the path is 400', async () => {
@@ -284,6 +286,7 @@ describe('tenancy', () => {
 
     expect(verify.status).toBe(404);
     expect(verify.json.error).toBe('database "private" not found');
+    expect(verify.json.code).toBe('unknown_database');
     expect(del.status).toBe(404);
     expect(list.json.databases).toEqual([]);
     expect(own.status).toBe(201);

@@ -352,6 +352,7 @@ describe('update', () => {
 
     expect(res.status).toBe(409);
     expect(res.json.error).toBe('predicate matched 2 rows; 3 replacement rows were sent');
+    expect(res.json.code).toBe('row_count_mismatch');
     expect(await readTable(strata, 'acme', 'rows', 'mismatch')).toEqual([{ id: 1 }, { id: 2 }]);
   });
 

@@ -173,6 +173,7 @@ describe('the s3 provider against a real S3 protocol server', () => {
 
     expect(second.status).toBe(409);
     expect(second.json.error).toMatch(/already running/);
+    expect(second.json.code).toBe('verification_running');
     expect((await first).status).toBe(200);
   });
 

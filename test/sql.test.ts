@@ -10,7 +10,7 @@ let api: Client;
 let db: ReturnType<typeof tablesOf>;
 
 const sqlOn = (database: string) => async (query: string) =>
-  api.request<{ data: Row[]; error?: string }>(
+  api.request<{ data: Row[]; error?: string; code?: string }>(
     'POST',
     `/v1/query_sql/${database}`,
     { query },
@@ -250,6 +250,7 @@ describe('query_sql refuses anything but one read-only statement', () => {
     const unverified = await sqlOn('unproven')('SELECT 1');
     expect(unverified.status).toBe(409);
     expect(unverified.json.error).toMatch(/not verified yet/);
+    expect(unverified.json.code).toBe('database_not_verified');
     expect((await api.request('POST', '/v1/query_sql/q', { query: 'SELECT 1', extra: 1 })).status).toBe(400);
     expect((await api.request('POST', '/v1/query_sql/q', {})).status).toBe(400);
     expect((await strata.withAuth(undefined).request('POST', '/v1/query_sql/q', { query: 'SELECT 1' })).status).toBe(
@@ -468,6 +469,7 @@ describe('query_sql limits', () => {
     const reply = await slow;
     expect(reply.status).toBe(408);
     expect(reply.json.error).toMatch(/time limit of 1500 ms/);
+    expect(reply.json.code).toBe('sql_timeout');
     expect(Date.now() - started).toBeLessThan(6000);
     expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
   });

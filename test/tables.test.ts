@@ -291,6 +291,7 @@ describe('create_table', () => {
 
     expect(res.status).toBe(409);
     expect(res.json.error).toBe('table "dup" already exists');
+    expect(res.json.code).toBe('table_exists');
     expect(res.headers.get('retry-after')).toBeNull();
   });
 
@@ -303,6 +304,7 @@ describe('create_table', () => {
     expect(unknown.status).toBe(404);
     expect(unverified.status).toBe(409);
     expect(unverified.json.error).toMatch(/not verified yet/);
+    expect(unverified.json.code).toBe('database_not_verified');
   });
 
   test("another account's database is 404 on every table route", async () => {
@@ -393,6 +395,7 @@ describe('catalog changes of one database are applied one at a time', () => {
     for (const r of refused) {
       expect(r.headers.get('retry-after')).toBe('1');
       expect(r.json.error).toMatch(/was not applied: another catalog change of this database was in flight/);
+      expect(r.json.code).toBe('catalog_change_in_flight');
     }
     for (const [i, r] of first.entries()) {
       let res = r;

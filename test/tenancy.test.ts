@@ -111,6 +111,7 @@ describe("one account never sees another's database", () => {
       const res = await bob.request(method, path, body);
       expect(res.status, `${method} ${path}`).toBe(404);
       expect(res.json.error, `${method} ${path}`).toBe('database "books" not found');
+      expect(res.json.code, `${method} ${path}`).toBe('unknown_database');
     }
     expect(await shelfCount()).toBe(1);
   });

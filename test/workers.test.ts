@@ -37,6 +37,7 @@ describe('the data-plane guard', () => {
 
     expect(err.status).toBe(409);
     expect(err.message).toMatch(/not verified yet: call POST \/v1\/databases\/fresh\/storage\/verify/);
+    expect(err).toMatchObject({ status: 409, code: 'database_not_verified' });
   });
 
   test('a database whose verification failed is 409 carrying the failed step', async () => {
@@ -50,6 +51,7 @@ describe('the data-plane guard', () => {
 
     expect(err.status).toBe(409);
     expect(err.message).toMatch(/failed its last storage verification \(storage verification failed at credentials/);
+    expect(err).toMatchObject({ status: 409, code: 'database_verify_failed' });
   });
 
   test("an unknown or another account's database is 404", async () => {

@@ -1,4 +1,5 @@
 import Type from 'typebox';
+import { ERROR_CODES } from '../errors.js';
 
 /** Database and table names (API.md §2). */
 export const NAME_PATTERN = '^[A-Za-z0-9-][A-Za-z0-9_-]{0,127}$';
@@ -12,7 +13,9 @@ export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength
 export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'One clear sentence naming what was wrong; the wording may change' }),
-    code: Type.String({ description: 'A stable snake_case code to branch on (e.g. limit_exceeded)' }),
+    code: Type.String({
+      description: `A stable code to branch on: ${Object.keys(ERROR_CODES).join(', ')} (meanings in docs/errors.md)`,
+    }),
   },
   { additionalProperties: true, description: 'What was wrong' },
 );

@@ -41,7 +41,7 @@ export class Databases {
   /** The external id the account's role trust policies name (API.md §9). */
   async externalId(accountId: string): Promise<string> {
     const account = await this.store.findAccount(accountId);
-    if (account === undefined) throw new NotFound('account');
+    if (account === undefined) throw new NotFound('account', 'unknown_account');
     return account.externalId;
   }
 
@@ -67,13 +67,15 @@ export class Databases {
   /** The account's database of that name; another account's is exactly as absent as a missing one. */
   async get(accountId: string, name: string): Promise<DatabaseRecord> {
     const db = await this.store.findDatabase(accountId, name);
-    if (db === undefined) throw new NotFound(`database "${name}"`);
+    if (db === undefined) throw new NotFound(`database "${name}"`, 'unknown_database');
     return db;
   }
 
   async verify(accountId: string, name: string): Promise<{ db: DatabaseRecord; checks: VerifyCheckResult[] }> {
     const db = await this.get(accountId, name);
-    if (this.verifying.has(db.id)) throw new Conflict(`a verification of database "${name}" is already running`);
+    if (this.verifying.has(db.id)) {
+      throw new Conflict(`a verification of database "${name}" is already running`, undefined, 'verification_running');
+    }
     this.verifying.add(db.id);
     try {
       const outcome = await this.objects(db).then(verifyObjects, (err: unknown) => {
@@ -93,11 +95,10 @@ export class Databases {
         const error = `storage verification failed at ${outcome.step}: ${outcome.code}: ${outcome.message}`;
         await this.store.setDatabaseState(db.id, 'verify_failed', error);
         await this.workers.release(db.id);
-        throw new Unprocessable(error, {
+        throw new Unprocessable(error, 'verification_failed', {
           name,
           state: 'verify_failed',
           step: outcome.step,
-          code: 'verification_failed',
           provider_code: outcome.code,
           checks: outcome.checks,
         });

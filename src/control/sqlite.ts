@@ -233,7 +233,9 @@ export class SqliteControlStore implements ControlStore {
           db.accountId,
           db.name,
         );
-        if (named !== undefined) throw new Conflict(`database "${db.name}" is already registered`);
+        if (named !== undefined) {
+          throw new Conflict(`database "${db.name}" is already registered`, undefined, 'database_exists');
+        }
         const held = (
           this.statement('SELECT count(*) AS n FROM databases WHERE account_id = ?').get(db.accountId) as { n: number }
         ).n;
@@ -305,7 +307,7 @@ export class SqliteControlStore implements ControlStore {
       })();
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new Conflict(`table "${table.name}" already exists`);
+        throw new Conflict(`table "${table.name}" already exists`, undefined, 'table_exists');
       }
       throw err;
     }

@@ -2,7 +2,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
-import { BadRequest, Unavailable } from '../errors.js';
+import { BadRequest, type ErrorCode, Unavailable } from '../errors.js';
 import { batchFromJson, checkConvertedSize, type ParsedRows } from './rows.js';
 
 /** Moves a buffer when the view is all of it (large bodies and results); else the view is copied. */
@@ -16,7 +16,7 @@ export type JsonJob = Work & { id: number };
 /** What it answers: the bytes made (an IPC stream or JSON text), why a body is refused, or what failed. */
 export type JsonReply =
   | { id: number; bytes: Uint8Array }
-  | { id: number; refused: string; code: string }
+  | { id: number; refused: string; code: ErrorCode }
   | { id: number; fault: string };
 
 /** Why a JSON rows body is not `{"data": [object, ...]}`, in the words the route schemas use elsewhere. */
@@ -131,7 +131,11 @@ export class JsonThread {
       this.lost(
         worker,
         (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? new Unavailable('converting the rows of a request took more memory than a request may use; retry', 1)
+          ? new Unavailable(
+              'converting the rows of a request took more memory than a request may use; retry',
+              1,
+              'converter_out_of_memory',
+            )
           : err,
       ),
     );

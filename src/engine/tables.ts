@@ -108,7 +108,11 @@ export class Tables {
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
     if (this.changing) {
-      throw new Conflict(`${what} was not applied: another catalog change of this database was in flight; retry`, 1);
+      throw new Conflict(
+        `${what} was not applied: another catalog change of this database was in flight; retry`,
+        1,
+        'catalog_change_in_flight',
+      );
     }
     this.changing = true;
     try {
@@ -127,7 +131,9 @@ export class Tables {
 
     return this.exclusively(`creating table "${req.table_name}"`, async () => {
       const existing = await this.catalog.findTable(this.databaseId, req.table_name);
-      if (existing?.state === 'ready') throw new Conflict(`table "${req.table_name}" already exists`);
+      if (existing?.state === 'ready') {
+        throw new Conflict(`table "${req.table_name}" already exists`, undefined, 'table_exists');
+      }
       // A creation that died half-way left its name in the catalog: clear it and start afresh.
       if (existing !== undefined) await this.forget(existing, true);
       const held = (await this.catalog.listTables(this.databaseId)).length;
@@ -165,7 +171,7 @@ export class Tables {
 
   async drop(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined) throw new NotFound(`table "${name}"`);
+    if (record === undefined) throw new NotFound(`table "${name}"`, 'unknown_table');
     return this.exclusively(`dropping table "${name}"`, async () => {
       const open = this.handles.get(record.tableId);
       // Writes already queued on the table finish first; none can start after it left the catalog.
@@ -230,7 +236,7 @@ export class Tables {
   /** The open table of that name; 404 when the catalog has no finished table of that name. */
   async get(name: string): Promise<TableHandle> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined || record.state !== 'ready') throw new NotFound(`table "${name}"`);
+    if (record === undefined || record.state !== 'ready') throw new NotFound(`table "${name}"`, 'unknown_table');
     return this.open(record);
   }
 

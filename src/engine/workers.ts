@@ -144,7 +144,7 @@ export class DatabaseWorker {
     } catch (err) {
       if (err instanceof ApiError) throw err;
       const now = await this.catalog.findTable(this.ref.id, name);
-      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`);
+      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, 'unknown_table');
       throw err;
     }
   }
@@ -347,7 +347,11 @@ export class WorkerPool {
     if (this.workers.size + this.placing.size < this.options.capacity) return;
     const victim = leastRecentlyUsedIdle(this.workers.values());
     if (victim === undefined) {
-      throw new Unavailable(`no capacity is free to place the workers of database "${ref.name}"; retry shortly`, 1);
+      throw new Unavailable(
+        `no capacity is free to place the workers of database "${ref.name}"; retry shortly`,
+        1,
+        'no_capacity',
+      );
     }
     await this.letGo(victim);
   }

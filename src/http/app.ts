@@ -148,7 +148,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       new ApiError(
         429,
         `rate limit of ${context.max} requests per minute exceeded for this key; retry after ${context.after}`,
-        Math.max(1, Math.ceil(context.ttl / 1000)),
+        { retryAfterS: Math.max(1, Math.ceil(context.ttl / 1000)), code: 'rate_limited' },
       ),
   });
   await app.register(healthRoutes);

@@ -117,7 +117,8 @@ export const authPlugin = fp(async (app: FastifyInstance) => {
       // A good key always passes: a client behind the same proxy or NAT as a guesser is never locked out.
       const wait = failures.blockedFor(req.ip);
       if (wait > 0) {
-        throw new ApiError(429, `too many failed authentications from this address; retry after ${wait} s`, wait, {
+        throw new ApiError(429, `too many failed authentications from this address; retry after ${wait} s`, {
+          retryAfterS: wait,
           code: 'auth_rate_limited',
         });
       }

@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PATTERN_RULES } from '../contract/common.js';
-import { ApiError } from '../errors.js';
+import { ApiError, type ErrorCode, errorBody } from '../errors.js';
 import { StorageError } from '../storage/objects.js';
 
 interface ValidationIssue {
@@ -56,7 +56,7 @@ const FRAMEWORK_MESSAGES: Readonly<Record<string, (req: FastifyRequest) => strin
   FST_ERR_CTP_INVALID_JSON_BODY: () => 'the body is not valid JSON',
 };
 
-const FRAMEWORK_CODES: Readonly<Record<string, string>> = {
+const FRAMEWORK_CODES: Readonly<Record<string, ErrorCode>> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_BODY_TOO_LARGE: 'body_too_large',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'bad_request',
@@ -85,26 +85,30 @@ export function handleError(err: FastifyError | Error, req: FastifyRequest, repl
     const first = fastifyErr.validation[0] as ValidationIssue;
     return reply
       .status(400)
-      .send({ error: describeValidation(fastifyErr.validationContext ?? 'body', first), code: 'bad_request' });
+      .send(errorBody(describeValidation(fastifyErr.validationContext ?? 'body', first), 'bad_request'));
   }
   if (err instanceof StorageError) {
     req.log.warn({ code: err.code }, 'bucket unreachable');
     void reply.header('retry-after', '5');
     return reply
       .status(503)
-      .send({ error: `the bucket could not be reached: ${err.code}: ${err.message}`, code: 'storage_unavailable' });
+      .send(errorBody(`the bucket could not be reached: ${err.code}: ${err.message}`, 'storage_unavailable'));
   }
   const status = fastifyErr.statusCode;
   if (status !== undefined && status >= 400 && status < 500) {
-    return reply.status(status).send({
-      error: FRAMEWORK_MESSAGES[fastifyErr.code]?.(req) ?? err.message,
-      code: FRAMEWORK_CODES[fastifyErr.code] ?? 'bad_request',
-    });
+    return reply
+      .status(status)
+      .send(
+        errorBody(
+          FRAMEWORK_MESSAGES[fastifyErr.code]?.(req) ?? err.message,
+          FRAMEWORK_CODES[fastifyErr.code] ?? 'bad_request',
+        ),
+      );
   }
   req.log.error({ err }, 'internal error');
-  return reply.status(500).send({ error: `internal error (request id ${req.id})`, code: 'internal' });
+  return reply.status(500).send(errorBody(`internal error (request id ${req.id})`, 'internal'));
 }
 
 export function handleNotFound(req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.status(404).send({ error: `no route ${req.method} ${pathOf(req.url)}`, code: 'no_route' });
+  return reply.status(404).send(errorBody(`no route ${req.method} ${pathOf(req.url)}`, 'no_route'));
 }

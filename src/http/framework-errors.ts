@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { type ErrorCode, errorBody } from '../errors.js';
 
 /**
  * Requests the router refuses before any hook runs: a path that is not valid percent-encoding, or a path
@@ -10,10 +11,10 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 export function answerFrameworkError(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
   void reply.header('x-request-id', req.id);
   if (err.code === 'FST_ERR_MAX_PARAM_LENGTH') {
-    void reply.status(414).send({ error: 'a segment of the request path is too long', code: 'uri_too_long' });
+    void reply.status(414).send(errorBody('a segment of the request path is too long', 'uri_too_long'));
     return;
   }
-  void reply.status(400).send({ error: 'the request path is not valid percent-encoded text', code: 'bad_request' });
+  void reply.status(400).send(errorBody('the request path is not valid percent-encoded text', 'bad_request'));
 }
 
 /**
@@ -22,7 +23,7 @@ export function answerFrameworkError(err: FastifyError, req: FastifyRequest, rep
  */
 export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
-  const [status, error, code] =
+  const [status, error, code]: [number, string, ErrorCode] =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
       ? [408, 'the request did not arrive in time', 'request_timeout']
       : err.code === 'HPE_HEADER_OVERFLOW'
@@ -31,10 +32,10 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   // An answer to HEAD has no body (RFC 9110 §9.3.2); the parser keeps what it read of the request.
   const raw = (err as { rawPacket?: unknown }).rawPacket;
   const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
-  const body = head ? '' : JSON.stringify({ error, code });
+  const body = head ? '' : JSON.stringify(errorBody(error, code));
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(JSON.stringify({ error, code }))}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(JSON.stringify(errorBody(error, code)))}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
     );
   }
   socket.destroy();

@@ -13,17 +13,21 @@ export async function openDatabase(ctx: AppContext, accountId: string, name: str
     case 'unverified':
       throw new Conflict(
         `database "${name}" is not verified yet: call POST /v1/databases/${name}/storage/verify first`,
+        undefined,
+        'database_not_verified',
       );
     case 'verify_failed':
       throw new Conflict(
         `database "${name}" failed its last storage verification (${db.lastError ?? 'unknown error'}); fix the grant and verify again`,
+        undefined,
+        'database_verify_failed',
       );
     case 'activating': {
       // Placement was started by verification; until it lands the caller is asked to come back.
       const placed = ctx.workers.leaseIfPlaced(db.id);
       if (placed !== undefined) return placed;
       ctx.workers.activate(db);
-      throw new Unavailable(`the workers of database "${name}" are activating`, 1);
+      throw new Unavailable(`the workers of database "${name}" are activating`, 1, 'database_activating');
     }
     case 'active':
       // An idle worker may have been let go; placing it again is quick unless the node is full (503).

@@ -2,6 +2,9 @@ import type { Storage } from '../contract/databases.js';
 import { Unprocessable } from '../errors.js';
 import { endpointRefusal, type Resolver } from './endpoint.js';
 
+/** The code of every refusal of a binding (API.md §3: 422). */
+const BINDING_REFUSED = 'binding_refused';
+
 /** A database's storage binding as stored: defaults applied, prefix normalised (no leading/trailing `/`). */
 export type Binding =
   | {
@@ -42,6 +45,7 @@ export function prefixSegments(prefix: string): string[] {
     if (segment === '' || segment === '.' || segment === '..' || /[\\\u0000-\u001f%?#]/.test(segment)) {
       throw new Unprocessable(
         `storage binding refused: prefix "${prefix}" must be /-separated names without empty, "." or ".." parts, or any of % ? #`,
+        BINDING_REFUSED,
       );
     }
   }
@@ -64,11 +68,15 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy, exter
   const prefix = prefixSegments(storage.prefix ?? '').join('/');
   if (storage.provider === 'local') {
     if (!policy.localStorage) {
-      throw new Unprocessable('storage binding refused: the local provider is switched off on this server');
+      throw new Unprocessable(
+        'storage binding refused: the local provider is switched off on this server',
+        BINDING_REFUSED,
+      );
     }
     if (!LOCAL_BUCKET.test(storage.bucket) || storage.bucket === '.' || storage.bucket === '..') {
       throw new Unprocessable(
         `storage binding refused: bucket "${storage.bucket}" must be a folder name of A-Z a-z 0-9 . _ - (not "." or "..")`,
+        BINDING_REFUSED,
       );
     }
     return { provider: 'local', bucket: storage.bucket, prefix };
@@ -94,7 +102,8 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy, exter
  * identity stops working once it no longer does.
  */
 export function assertIdentityAllowed(roleArn: string | null, policy: BindingPolicy): void {
-  if (roleArn === null && !policy.allowServerIdentity) throw new Unprocessable(SERVER_IDENTITY_REFUSED);
+  if (roleArn === null && !policy.allowServerIdentity)
+    throw new Unprocessable(SERVER_IDENTITY_REFUSED, BINDING_REFUSED);
 }
 
 /**
@@ -104,7 +113,10 @@ export function assertIdentityAllowed(roleArn: string | null, policy: BindingPol
 export async function assertEndpointAllowed(endpoint: string, policy: BindingPolicy): Promise<void> {
   const refusal = await endpointRefusal(endpoint, policy.allowInsecureEndpoints, policy.resolve);
   if (refusal !== undefined) {
-    throw new Unprocessable(`storage binding refused: endpoint "${endpoint}" is not allowed: ${refusal}`);
+    throw new Unprocessable(
+      `storage binding refused: endpoint "${endpoint}" is not allowed: ${refusal}`,
+      BINDING_REFUSED,
+    );
   }
 }
 

@@ -25,7 +25,7 @@ export function tablesOf(api: Client, database: string) {
     list: () => api.get<{ tables: { table_name: string; num_rows: number }[] }>(`/v1/list_tables/${database}`),
     append: (table: string, data: unknown[]) =>
       json('POST', `/v1/append/${database}${q(table)}`, { data }, { accept: 'application/json' }) as Promise<
-        Reply<{ data: Row[]; error?: string }>
+        Reply<{ data: Row[]; error?: string; code?: string }>
       >,
     appendArrow: async (table: string, ipc: Uint8Array, accept = 'application/json') =>
       arrowPost(api, `/v1/append/${database}${q(table)}`, ipc, accept),
