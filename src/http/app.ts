@@ -3,6 +3,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import pino, { type DestinationStream } from 'pino';
+import pretty from 'pino-pretty';
 import type { Config } from '../config.js';
 import { Databases } from '../control/databases.js';
 import type { ControlStore } from '../control/store.js';
@@ -46,6 +47,15 @@ export function loggedRequest(req: FastifyRequest): Record<string, unknown> {
   };
 }
 
+/**
+ * Where logs go when no stream is given: readable lines on a terminal (pino-pretty, colour, local time), one
+ * JSON object per line otherwise, for whatever collects them.
+ */
+function consoleLog(): DestinationStream | undefined {
+  if (!process.stdout.isTTY) return undefined;
+  return pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: true });
+}
+
 /** Builds the whole service; the caller listens and closes. Closing stops workers, then the store. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config, store } = options;
@@ -55,14 +65,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       redact: { paths: REDACT, censor: '[redacted]' },
       serializers: { req: (req: FastifyRequest) => loggedRequest(req) },
     },
-    options.logStream,
+    options.logStream ?? consoleLog(),
   );
   const app = Fastify({
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
     genReqId: () => randomUUID(),
     // Names may be 128 characters (API.md §2); the router's default refuses path segments over 100.
-    maxParamLength: 256,
+    routerOptions: { maxParamLength: 256 },
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,
     requestIdHeader: false,
