@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch, Schema, Vector } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { MAX_ANN_SEGMENTS } from '../src/engine/upkeep.js';
+import { MAX_ANN_SEGMENTS } from '../src/engine/upkeep/upkeep.js';
 
 export const ARROW = 'application/vnd.apache.arrow.stream';
 export const JSON_BODY = { 'content-type': 'application/json' };

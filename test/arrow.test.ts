@@ -6,8 +6,8 @@ import { castData } from '../src/arrow/cast.js';
 import { writableBatches } from '../src/arrow/ipc.js';
 import { takeColumns } from '../src/arrow/take.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
-import { batchFromJson, batchOf } from '../src/engine/rows.js';
-import { schemaFromFields } from '../src/engine/schema.js';
+import { schemaFromFields } from '../src/engine/tables/schema.js';
+import { batchFromJson, batchOf } from '../src/engine/writes/rows.js';
 
 const schema = schemaFromFields([
   { name: 'i', type: 'i64' },

@@ -11,7 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { openDatabase } from '../src/http/guard.js';
+import { admit } from '../src/engine/workers/gate.js';
 import { DurableFolder } from '../src/storage/durable.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
@@ -80,7 +80,7 @@ describe('writes to local storage', () => {
     const db = tablesOf(api, 'd');
     const account = await strata.app.ctx.store.ensureAccount('acme');
     const pending = async () => {
-      const lease = await openDatabase(strata.app.ctx, account.id, 'd');
+      const lease = await admit(strata.app.ctx.workers, await strata.app.ctx.databases.get(account.id, 'd'));
       try {
         const table = await lease.worker.tables.get('t');
         expect(table.folder).toBeDefined();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
-import { inReach, rankLeg } from '../src/engine/fusion.js';
+import { inReach, rankLeg } from '../src/engine/search/fusion.js';
 
 // Few distinct values, so that ties at the edge are the rule, as they are for BM25 scores.
 const hits = fc.array(fc.integer({ min: 0, max: 6 }), { maxLength: 60 });

@@ -5,8 +5,8 @@ import { describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { schemaOnlyStream, writableBatches } from '../src/arrow/ipc.js';
 import { checkIpcStream, maxRowsFor } from '../src/arrow/ipc-check.js';
-import { batchesFromArrow } from '../src/engine/rows.js';
-import { schemaFromIpc } from '../src/engine/schema.js';
+import { schemaFromIpc } from '../src/engine/tables/schema.js';
+import { batchesFromArrow } from '../src/engine/writes/rows.js';
 import { BadRequest } from '../src/errors.js';
 
 const { TimeUnit } = arrow;

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { jsonText, rowsToJson } from '../src/arrow/to-json.js';
-import { JsonThread } from '../src/engine/json-rows.js';
-import { batchFromJson } from '../src/engine/rows.js';
-import { schemaFromFields, schemaToIpc } from '../src/engine/schema.js';
+import { schemaFromFields, schemaToIpc } from '../src/engine/tables/schema.js';
+import { JsonThread } from '../src/engine/writes/json-rows.js';
+import { batchFromJson } from '../src/engine/writes/rows.js';
 import { BadRequest } from '../src/errors.js';
 import { activeLocalDatabase, startStrata, type TestServer } from './support/server.js';
 import { tablesOf } from './support/tables.js';

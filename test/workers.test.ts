@@ -1,8 +1,8 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
+import { admit } from '../src/engine/workers/gate.js';
 import { ApiError } from '../src/errors.js';
-import { openDatabase } from '../src/http/guard.js';
 import { activeLocalDatabase, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
 
 const servers: TestServer[] = [];
@@ -15,7 +15,8 @@ async function setup(env: Record<string, string> = {}) {
   servers.push(strata);
   const api = await strata.as('acme');
   const account = await strata.app.ctx.store.ensureAccount('acme');
-  const open = (name: string) => openDatabase(strata.app.ctx, account.id, name);
+  const open = async (name: string) =>
+    admit(strata.app.ctx.workers, await strata.app.ctx.databases.get(account.id, name));
   return { strata, api, open };
 }
 

@@ -3,7 +3,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import type { DatabaseState } from '../contract/databases.js';
-import type { TableRecord } from '../engine/catalog.js';
+import type { TableRecord } from '../engine/tables/catalog.js';
 import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';

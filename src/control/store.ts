@@ -1,5 +1,5 @@
 import type { DatabaseState } from '../contract/databases.js';
-import type { CatalogStore } from '../engine/catalog.js';
+import type { CatalogStore } from '../engine/tables/catalog.js';
 import type { Binding } from '../storage/binding.js';
 
 export interface Account {

@@ -1,10 +1,10 @@
 import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
-import type { TableRecord } from './catalog.js';
 import { LOAD_BATCH_ROWS, streamOf } from './lance-reads.js';
-import { ROW_KEY, schemaFromIpc } from './schema.js';
-import { closeHandle, type Tables } from './tables.js';
+import type { TableRecord } from './tables/catalog.js';
+import { ROW_KEY, schemaFromIpc } from './tables/schema.js';
+import { closeHandle, type Tables } from './tables/tables.js';
 
 /** The largest row key of a batch read with the key column. */
 function maxKeyOf(batch: RecordBatch): bigint {

@@ -7,7 +7,7 @@ import pretty from 'pino-pretty';
 import type { Config } from '../config.js';
 import { Databases } from '../control/databases.js';
 import type { ControlStore } from '../control/store.js';
-import { WorkerPool } from '../engine/workers.js';
+import { WorkerPool } from '../engine/workers/pool.js';
 import { ApiError } from '../errors.js';
 import { authPlugin } from './auth.js';
 import { concurrencyPlugin } from './concurrency.js';

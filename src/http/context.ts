@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import type { Databases } from '../control/databases.js';
 import type { ControlStore } from '../control/store.js';
-import type { WorkerPool } from '../engine/workers.js';
+import type { WorkerPool } from '../engine/workers/pool.js';
 
 /** Everything a route may call, built once per app and hung on the Fastify instance. */
 export interface AppContext {

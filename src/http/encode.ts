@@ -4,7 +4,7 @@ import { arrow } from '../arrow/arrow.js';
 import { writableBatches } from '../arrow/ipc.js';
 import { jsonText, MAX_JSON_TEXT } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
-import { INLINE_ENCODE_BYTES } from '../engine/json-rows.js';
+import { INLINE_ENCODE_BYTES } from '../engine/writes/json-rows.js';
 import { ApiError, ResultTooLarge } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { UpkeepObserver } from '../engine/upkeep.js';
+import type { UpkeepObserver } from '../engine/upkeep/upkeep.js';
 
 /** The service's counters, in one registry per app (several apps in one process, as in tests, must not share). */
 export class ServiceMetrics {

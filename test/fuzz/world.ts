@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
 import { arrow } from '../../src/arrow/arrow.js';
 import { schemaOnlyStream } from '../../src/arrow/ipc.js';
-import { schemaFromFields } from '../../src/engine/schema.js';
+import { schemaFromFields } from '../../src/engine/tables/schema.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from '../support/server.js';
 import { tablesOf } from '../support/tables.js';
 import { ALL_TYPES, FULL_ROW, NULL_ROW } from '../support/types.js';

@@ -3,7 +3,7 @@ import { connect } from '@lancedb/lancedb';
 import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../src/arrow/arrow.js';
 import { type JsonValue, rowsToJson } from '../../src/arrow/to-json.js';
-import { ROW_KEY } from '../../src/engine/schema.js';
+import { ROW_KEY } from '../../src/engine/tables/schema.js';
 import type { Client, Reply, TestServer } from './server.js';
 
 export type Row = Record<string, JsonValue>;

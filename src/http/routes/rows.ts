@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify';
 import { ErrorBody } from '../../contract/common.js';
 import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody, RowsBytes } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
-import type { RowsBody as Rows } from '../../engine/rows.js';
+import type { RowsBody as Rows } from '../../engine/writes/rows.js';
 import { BadRequest } from '../../errors.js';
 import { JSON_TYPE, negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWorker } from '../guard.js';

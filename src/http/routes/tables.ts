@@ -10,7 +10,7 @@ import {
   SchemaReply,
   TableDescription,
 } from '../../contract/tables.js';
-import { schemaToIpc } from '../../engine/schema.js';
+import { schemaToIpc } from '../../engine/tables/schema.js';
 import { withWorker } from '../guard.js';
 
 const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };

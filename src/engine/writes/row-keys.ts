@@ -1,8 +1,8 @@
 import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { Table } from 'apache-arrow';
-import { READ_OPTIONS } from './lance-reads.js';
+import { READ_OPTIONS } from '../lance-reads.js';
+import { ROW_KEY } from '../tables/schema.js';
 import { rowKeysOf } from './rows.js';
-import { ROW_KEY } from './schema.js';
 
 /** Row ids share their upper 32 bits per fragment (Lance's row addresses); a bucket is one such range. */
 const BUCKET_BITS = 32n;

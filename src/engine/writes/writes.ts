@@ -1,13 +1,13 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
-import { arrow } from '../arrow/arrow.js';
-import { Conflict } from '../errors.js';
-import type { CatalogStore } from './catalog.js';
-import type { ChangeKind } from './changes.js';
-import { READ_OPTIONS } from './lance-reads.js';
-import { checkPredicate, readingPredicate } from './predicate.js';
+import { arrow } from '../../arrow/arrow.js';
+import { Conflict } from '../../errors.js';
+import { READ_OPTIONS } from '../lance-reads.js';
+import { checkPredicate, readingPredicate } from '../predicate.js';
+import type { CatalogStore } from '../tables/catalog.js';
+import type { ChangeKind } from '../tables/changes.js';
+import { ROW_KEY, storedSchema } from '../tables/schema.js';
+import type { TableHandle } from '../tables/tables.js';
 import { batchOf, type ParsedRows, rowKeysOf } from './rows.js';
-import { ROW_KEY, storedSchema } from './schema.js';
-import type { TableHandle } from './tables.js';
 
 export interface WriteResult {
   /** The rows as stored (the user's columns), and their schema. */

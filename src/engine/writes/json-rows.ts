@@ -1,8 +1,8 @@
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import { arrow } from '../arrow/arrow.js';
-import { BadRequest, type ErrorCode, Unavailable } from '../errors.js';
+import { arrow } from '../../arrow/arrow.js';
+import { BadRequest, type ErrorCode, Unavailable } from '../../errors.js';
 import { batchFromJson, checkConvertedSize, type ParsedRows } from './rows.js';
 
 /** Moves a buffer when the view is all of it (large bodies and results); else the view is copied. */

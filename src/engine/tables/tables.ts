@@ -2,15 +2,16 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
-import { BadRequest, Conflict, LimitExceeded, NotFound } from '../errors.js';
-import { DurableFolder } from '../storage/durable.js';
-import { setAsideInterruptedCommits } from '../storage/interrupted.js';
-import type { LanceLocation } from '../storage/lance.js';
+import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
+import { DurableFolder } from '../../storage/durable.js';
+import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
+import type { LanceLocation } from '../../storage/lance.js';
+import { annColumns, ftsIndex, warmIndexes } from '../indexes.js';
+import type { EngineLog } from '../log.js';
+import { RowKeys } from '../writes/row-keys.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
-import { RowKeys } from './row-keys.js';
 import {
-  type Analyzer,
   type ColumnDescriptor,
   describeSchema,
   type IndexesInput,
@@ -24,7 +25,6 @@ import {
   type TableIndexes,
 } from './schema.js';
 import { Serial } from './serial.js';
-import { annColumns, type EngineLog, warmIndexes } from './upkeep.js';
 
 export interface CreateTableRequest {
   table_name: string;
@@ -71,19 +71,6 @@ export function closeHandle(lance: LanceTable, retries = 5): void {
   } catch {
     if (retries > 0) setTimeout(() => closeHandle(lance, retries - 1), CLOSE_RETRY_MS).unref();
   }
-}
-
-/** The Lance FTS settings of each analyzer (DESIGN.md): no stemming, no stop words, ever. */
-export function ftsIndex(analyzer: Analyzer): Index {
-  return Index.fts({
-    baseTokenizer: analyzer === 'standard' ? 'icu' : 'simple',
-    lowercase: true,
-    asciiFolding: analyzer === 'ascii_lower',
-    stem: false,
-    removeStopWords: false,
-    maxTokenLength: 255,
-    withPosition: false,
-  });
 }
 
 /**

@@ -1,7 +1,9 @@
-import type { IndexConfig, Table as LanceTable } from '@lancedb/lancedb';
-import { type Metric, ROW_KEY, type VectorIndex } from './schema.js';
-import type { TableHandle, Tables } from './tables.js';
-import { type UpkeepJob, type UpkeepProcess, UpkeepProcessGone } from './upkeep-process.js';
+import type { IndexConfig } from '@lancedb/lancedb';
+import { annColumns, annIndex, isAnn, warmIndexes } from '../indexes.js';
+import type { EngineLog } from '../log.js';
+import { ROW_KEY, type VectorIndex } from '../tables/schema.js';
+import type { TableHandle, Tables } from '../tables/tables.js';
+import { type UpkeepJob, type UpkeepProcess, UpkeepProcessGone } from './process.js';
 
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
@@ -10,11 +12,6 @@ export interface UpkeepOptions {
   annMinRows: number;
   /** Table versions older than this are pruned. */
   retainMs: number;
-}
-
-/** Where the engine reports what it handled on its own (a failed upkeep pass, a torn manifest set aside). */
-export interface EngineLog {
-  warn(details: object, message: string): void;
 }
 
 /**
@@ -50,43 +47,6 @@ const SMALL_FRAGMENTS_TO_COMPACT = 32;
  */
 export const MAX_ANN_SEGMENTS = 4;
 const ANN_REGROWTH = 4;
-
-/** The metric each declared index trains with; it must match the one queries use. */
-export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
-  cosine: 'cosine',
-  l2sq: 'l2',
-  negdot: 'dot',
-};
-
-const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
-
-/** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
-export function annColumns(indices: readonly IndexConfig[]): Set<string> {
-  return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
-}
-
-/**
- * Loads every index of a table into Lance's cache. Lance otherwise reads index pieces as queries first touch
- * them: at 1.1M rows the first dozen hybrid queries after opening took 24–55 ms in process, against 7–15 ms
- * after warming all three indexes (0.43 s).
- */
-export async function warmIndexes(lance: LanceTable): Promise<void> {
-  for (const index of await lance.listIndices()) await lance.prewarmIndex(index.name);
-}
-
-/**
- * The ANN index of a vector column. IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top
- * candidates (search.ts); Lance builds it only for dimensions divisible by 8 ("vector dimension must be divisible
- * by 8 for IVF_RQ"), so other dimensions (50, 100, 300, …) get IVF_FLAT, which keeps vectors whole: at 200k × 100
- * (`exp/flatrecall.ts`) it built in 0.7 s and answered with recall@10 1.0 at 8.1 ms, against 79 ms for the exact scan.
- */
-const annIndex = (vector: VectorIndex, replace: boolean): UpkeepJob => ({
-  kind: 'ann',
-  column: vector.column,
-  distanceType: LANCE_METRIC[vector.metric],
-  index: vector.dim % 8 === 0 ? { type: 'ivf_rq', numBits: 4 } : { type: 'ivf_flat' },
-  replace,
-});
 
 /**
  * A vector column whose ANN index failed to build is tried again after this long, and searched exactly meanwhile;

@@ -1,11 +1,11 @@
 import type { Data, Field, RecordBatch, Schema, Table } from 'apache-arrow';
-import { arrow } from '../arrow/arrow.js';
-import { castData, nullData } from '../arrow/cast.js';
-import { dataFromJson, ValueError } from '../arrow/from-json.js';
-import { checkIpcStream, maxRowsFor } from '../arrow/ipc-check.js';
-import { minRowsBytes } from '../arrow/row-size.js';
-import { BadRequest } from '../errors.js';
-import { ROW_KEY } from './schema.js';
+import { arrow } from '../../arrow/arrow.js';
+import { castData, nullData } from '../../arrow/cast.js';
+import { dataFromJson, ValueError } from '../../arrow/from-json.js';
+import { checkIpcStream, maxRowsFor } from '../../arrow/ipc-check.js';
+import { minRowsBytes } from '../../arrow/row-size.js';
+import { BadRequest } from '../../errors.js';
+import { ROW_KEY } from '../tables/schema.js';
 
 /** A rows body as it arrived: the bytes of JSON rows (`{data: [...]}`) or of an Arrow IPC stream. */
 export type RowsBody = { kind: 'json' | 'arrow'; bytes: Uint8Array };

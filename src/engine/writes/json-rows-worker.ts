@@ -1,10 +1,10 @@
 /** The thread `JsonThread` runs: JSON rows bodies parsed into Arrow streams, Arrow streams encoded as JSON. */
 import { parentPort } from 'node:worker_threads';
-import { arrow } from '../arrow/arrow.js';
-import { jsonText } from '../arrow/to-json.js';
-import { ApiError } from '../errors.js';
+import { arrow } from '../../arrow/arrow.js';
+import { jsonText } from '../../arrow/to-json.js';
+import { ApiError } from '../../errors.js';
+import { schemaFromIpc } from '../tables/schema.js';
 import { batchFromJsonBytes, type JsonJob, type JsonReply, movable } from './json-rows.js';
-import { schemaFromIpc } from './schema.js';
 
 const port = parentPort;
 if (port === null) throw new Error('json-rows-worker runs as a worker thread');

@@ -1,9 +1,9 @@
 import type { DataType, Field, Schema } from 'apache-arrow';
-import { arrow } from '../arrow/arrow.js';
-import { BASE64 } from '../arrow/from-json.js';
-import { schemaOnlyStream, streamHasBatches } from '../arrow/ipc.js';
-import { checkIpcStream, maxRowsFor } from '../arrow/ipc-check.js';
-import { BadRequest } from '../errors.js';
+import { arrow } from '../../arrow/arrow.js';
+import { BASE64 } from '../../arrow/from-json.js';
+import { schemaOnlyStream, streamHasBatches } from '../../arrow/ipc.js';
+import { checkIpcStream, maxRowsFor } from '../../arrow/ipc-check.js';
+import { BadRequest } from '../../errors.js';
 
 /** One column of a JSON `schema` (API.md §4). */
 export interface SchemaFieldInput {

@@ -1,18 +1,18 @@
 import { MatchQuery, Operator } from '@lancedb/lancedb';
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
-import { arrow } from '../arrow/arrow.js';
-import { intRange, parseDate, parseTimestamp } from '../arrow/from-json.js';
-import { minRowsBytes } from '../arrow/row-size.js';
-import { takeColumns } from '../arrow/take.js';
-import { BadRequest, ResultTooLarge } from '../errors.js';
+import { arrow } from '../../arrow/arrow.js';
+import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
+import { minRowsBytes } from '../../arrow/row-size.js';
+import { takeColumns } from '../../arrow/take.js';
+import { BadRequest, ResultTooLarge } from '../../errors.js';
+import { LANCE_METRIC } from '../indexes.js';
+import { READ_OPTIONS } from '../lance-reads.js';
+import { checkPredicate, readingPredicate } from '../predicate.js';
+import { type Metric, ROW_KEY, spellingOf, vectorWidth } from '../tables/schema.js';
+import type { TableHandle } from '../tables/tables.js';
+import { readByKeys, rowIdsOf } from '../writes/row-keys.js';
+import { batchOf, rowKeysOf } from '../writes/rows.js';
 import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
-import { READ_OPTIONS } from './lance-reads.js';
-import { checkPredicate, readingPredicate } from './predicate.js';
-import { readByKeys, rowIdsOf } from './row-keys.js';
-import { batchOf, rowKeysOf } from './rows.js';
-import { type Metric, ROW_KEY, spellingOf, vectorWidth } from './schema.js';
-import type { TableHandle } from './tables.js';
-import { LANCE_METRIC } from './upkeep.js';
 
 const { Type } = arrow;
 

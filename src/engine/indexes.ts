@@ -1,0 +1,58 @@
+import { Index, type IndexConfig, type Table as LanceTable } from '@lancedb/lancedb';
+import type { Analyzer, Metric, VectorIndex } from './tables/schema.js';
+import type { UpkeepJob } from './upkeep/process.js';
+
+/**
+ * What an index is to Lance: the metric each declared vector index trains and searches with, the FTS settings of
+ * each analyzer, the ANN index a vector column gets, and which of a table's indexes are ANN ones.
+ */
+
+/** The metric each declared index trains with; it must match the one queries use. */
+export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
+  cosine: 'cosine',
+  l2sq: 'l2',
+  negdot: 'dot',
+};
+
+/** The Lance FTS settings of each analyzer: no stemming, no stop words, ever (docs/api.md, analyzers). */
+export function ftsIndex(analyzer: Analyzer): Index {
+  return Index.fts({
+    baseTokenizer: analyzer === 'standard' ? 'icu' : 'simple',
+    lowercase: true,
+    asciiFolding: analyzer === 'ascii_lower',
+    stem: false,
+    removeStopWords: false,
+    maxTokenLength: 255,
+    withPosition: false,
+  });
+}
+
+export const isAnn = (index: IndexConfig) => /IVF|HNSW/i.test(index.indexType);
+
+/** The columns of a table that carry a vector (ANN) index, from Lance's own list. */
+export function annColumns(indices: readonly IndexConfig[]): Set<string> {
+  return new Set(indices.filter(isAnn).flatMap((i) => i.columns));
+}
+
+/**
+ * Loads every index of a table into Lance's cache. Lance otherwise reads index pieces as queries first touch
+ * them: at 1.1M rows the first dozen hybrid queries after opening took 24–55 ms in process, against 7–15 ms
+ * after warming all three indexes (0.43 s).
+ */
+export async function warmIndexes(lance: LanceTable): Promise<void> {
+  for (const index of await lance.listIndices()) await lance.prewarmIndex(index.name);
+}
+
+/**
+ * The ANN index of a vector column. IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top
+ * candidates (search/search.ts); Lance builds it only for dimensions divisible by 8 ("vector dimension must be divisible
+ * by 8 for IVF_RQ"), so other dimensions (50, 100, 300, …) get IVF_FLAT, which keeps vectors whole: at 200k × 100
+ * it built in 0.7 s and answered with recall@10 1.0 at 8.1 ms, against 79 ms for the exact scan.
+ */
+export const annIndex = (vector: VectorIndex, replace: boolean): UpkeepJob => ({
+  kind: 'ann',
+  column: vector.column,
+  distanceType: LANCE_METRIC[vector.metric],
+  index: vector.dim % 8 === 0 ? { type: 'ivf_rq', numBits: 4 } : { type: 'ivf_flat' },
+  replace,
+});

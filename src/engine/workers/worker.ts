@@ -1,0 +1,200 @@
+import { connect } from '@lancedb/lancedb';
+import { ApiError, NotFound } from '../../errors.js';
+import { SqlDatabase, type SqlLimits, type SqlResult } from '../../sql/database.js';
+import type { InstanceOptions } from '../../sql/lockdown.js';
+import type { Binding } from '../../storage/binding.js';
+import { lanceLocation } from '../../storage/lance.js';
+import type { StorageEnv } from '../../storage/open.js';
+import type { EngineLog } from '../log.js';
+import {
+  countMatches,
+  type ExactRequest,
+  exactMatch,
+  type HybridRequest,
+  hybridSearch,
+  type MatchRequest,
+  type RowsResult,
+  tokenMatch,
+} from '../search/search.js';
+import { LanceSqlSource } from '../sql-source.js';
+import type { CatalogStore } from '../tables/catalog.js';
+import { type TableHandle, Tables } from '../tables/tables.js';
+import type { UpkeepProcess } from '../upkeep/process.js';
+import { Upkeep, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
+import type { JsonThread } from '../writes/json-rows.js';
+import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
+import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
+
+/** What a worker needs to know about the database it serves. */
+export interface DatabaseRef {
+  id: string;
+  /** The owning account: one account's databases may hold only a share of the node's workers. */
+  accountId: string;
+  name: string;
+  binding: Binding;
+}
+
+/** What every worker shares: the catalog and how to reach buckets. */
+export interface WorkerDeps {
+  catalog: CatalogStore;
+  storage: StorageEnv;
+  upkeep: UpkeepOptions;
+  upkeepObserver: UpkeepObserver;
+  sql: InstanceOptions & SqlLimits;
+  log: EngineLog;
+  /** Tables one database may hold. */
+  maxTables: number;
+  /** Bytes a row reply may take (`STRATA_MAX_RESULT_BYTES`). */
+  maxResultBytes: number;
+}
+
+/** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
+interface NodeShared {
+  upkeepProcess: UpkeepProcess;
+  json: JsonThread;
+}
+
+/** Credentials this close to expiry make the worker reconnect before its next request. */
+const RENEW_BEFORE_MS = 5 * 60_000;
+
+/**
+ * The per-database worker, placed once verification has passed. It owns the database's engines: the Lance
+ * connection and table handles (later DuckDB and index upkeep).
+ */
+export class DatabaseWorker {
+  private inFlight = 0;
+  private lastUsedMs = Date.now();
+  /** The database's DuckDB, opened on its first SQL query. */
+  private sqlEngine: Promise<SqlDatabase> | undefined;
+
+  private constructor(
+    readonly ref: DatabaseRef,
+    readonly catalog: CatalogStore,
+    readonly tables: Tables,
+    readonly upkeep: Upkeep,
+    private readonly sqlOptions: InstanceOptions & SqlLimits,
+    private readonly expiresAtMs: number | undefined,
+    private readonly json: JsonThread,
+    private readonly maxResultBytes: number,
+  ) {}
+
+  static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
+    const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
+    // readConsistencyInterval 0: every read sees the latest commit, whoever made it (DESIGN.md).
+    const connection = await connect(location.uri, {
+      storageOptions: location.storageOptions,
+      readConsistencyInterval: 0,
+    });
+    const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log, deps.maxTables);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
+    upkeep.start();
+    return new DatabaseWorker(
+      ref,
+      deps.catalog,
+      tables,
+      upkeep,
+      deps.sql,
+      location.expiresAtMs,
+      node.json,
+      deps.maxResultBytes,
+    );
+  }
+
+  append(table: string, body: RowsBody): Promise<WriteResult> {
+    return this.onTable(table, async (handle) => append(this.catalog, handle, await this.rowsOf(handle, body)));
+  }
+
+  replace(table: string, predicate: string | undefined, body: RowsBody): Promise<WriteResult & RowCounts> {
+    return this.onTable(table, async (handle) => replace(handle, predicate, await this.rowsOf(handle, body)));
+  }
+
+  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
+  private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
+    if (body.kind === 'json') return this.json.parse(handle.schema, handle.record.schemaIpc, body.bytes);
+    return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
+  }
+
+  remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
+    return this.onTable(table, (handle) => remove(handle, predicate));
+  }
+
+  search(table: string, req: HybridRequest): Promise<RowsResult> {
+    return this.onTable(table, (handle) => hybridSearch(handle, req));
+  }
+
+  count(table: string, req: MatchRequest): Promise<number> {
+    return this.onTable(table, (handle) => countMatches(handle, req));
+  }
+
+  tokenMatch(table: string, req: MatchRequest): Promise<RowsResult> {
+    return this.onTable(table, (handle) => tokenMatch(handle, req, this.maxResultBytes));
+  }
+
+  exactMatch(table: string, req: ExactRequest): Promise<RowsResult> {
+    return this.onTable(table, (handle) => exactMatch(handle, req, this.maxResultBytes));
+  }
+
+  /**
+   * Runs `work` on the named table. A table dropped while the work ran (its handle closed under it) is
+   * answered as the drop would be answered a moment later: 404, not an engine error.
+   */
+  private async onTable<T>(name: string, work: (handle: TableHandle) => Promise<T>): Promise<T> {
+    const handle = await this.tables.get(name);
+    try {
+      return await work(handle);
+    } catch (err) {
+      if (err instanceof ApiError) throw err;
+      const now = await this.catalog.findTable(this.ref.id, name);
+      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, 'unknown_table');
+      throw err;
+    }
+  }
+
+  /** Runs one read-only SQL statement over the database's tables, each at its latest version. */
+  async querySql(sql: string): Promise<SqlResult> {
+    if (this.sqlEngine === undefined) {
+      const opening = SqlDatabase.open(new LanceSqlSource(this.tables), this.sqlOptions);
+      opening.catch(() => (this.sqlEngine = undefined));
+      this.sqlEngine = opening;
+    }
+    return (await this.sqlEngine).query(sql, this.sqlOptions);
+  }
+
+  /** True when its bucket credentials are about to expire. */
+  get stale(): boolean {
+    return this.expiresAtMs !== undefined && this.expiresAtMs - Date.now() < RENEW_BEFORE_MS;
+  }
+
+  get busy(): boolean {
+    return this.inFlight > 0;
+  }
+
+  get idleSinceMs(): number {
+    return this.lastUsedMs;
+  }
+
+  /** Marks the worker in use until the returned function is called (once). */
+  enter(): () => void {
+    this.inFlight++;
+    this.lastUsedMs = Date.now();
+    let left = false;
+    return () => {
+      if (left) return;
+      left = true;
+      this.inFlight--;
+      this.lastUsedMs = Date.now();
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.upkeep.stop();
+    await (await this.sqlEngine?.catch(() => undefined))?.close();
+    await this.tables.close();
+  }
+}
+
+/** A worker held for one call; `release` lets it go (once). */
+export interface Lease {
+  worker: DatabaseWorker;
+  release(): void;
+}

@@ -1,0 +1,109 @@
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, expect, test } from 'vitest';
+import { rememberSecret } from './support/logs.js';
+import { client, freePort } from './support/server.js';
+
+const run = promisify(execFile);
+const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
+const README = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8');
+const KEY = `sk_${'r'.repeat(43)}`;
+/** Put right before a ```sh block of the walk-through that cannot run here (it needs AWS). */
+const SKIP = /<!-- readme-test: skip \([^)]*\) -->\s*$/;
+
+const dataDir = mkdtempSync(join(tmpdir(), 'strata-readme-'));
+let child: ChildProcess | undefined;
+afterAll(() => {
+  child?.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+interface Block {
+  code: string;
+  skipped: boolean;
+}
+
+/** The ```sh blocks of the README's "Walk-through" section, in order. */
+function walkThrough(markdown: string): Block[] {
+  const start = markdown.indexOf('\n## Walk-through\n');
+  if (start < 0) throw new Error('README has no "## Walk-through" section');
+  const end = markdown.indexOf('\n## ', start + 1);
+  const section = markdown.slice(start, end < 0 ? undefined : end);
+  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => ({
+    code: m[1] as string,
+    skipped: SKIP.test(section.slice(0, m.index)),
+  }));
+}
+
+/** `strata serve` as its own process, as `npm start` runs it, with a key the walk-through can use. */
+async function serve(): Promise<string> {
+  const port = await freePort();
+  child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+    env: { ...process.env, STRATA_BOOTSTRAP_KEY: KEY, STRATA_LOG_LEVEL: 'warn' },
+    stdio: 'ignore',
+  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 400; i++) {
+    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return url;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error('server did not start');
+}
+
+/**
+ * The blocks as one bash script: the walk-through's own `URL=` and `KEY=` lines point at this server, and `curl`
+ * fails on any status over 399 (showing the error body) and reports every status on stderr.
+ */
+function script(blocks: readonly Block[], url: string): string {
+  const preamble = [
+    'set -euo pipefail',
+    `curl() { command curl --fail-with-body --show-error --write-out '%{stderr}readme-test: %{http_code} %{method} %{url_effective}\\n' "$@"; }`,
+  ];
+  const body = blocks.flatMap((block, i) =>
+    block.skipped
+      ? []
+      : [
+          `echo 'readme-test: block ${i + 1}' >&2`,
+          block.code.replace(/^URL=.*$/m, `URL=${url}`).replace(/^KEY=.*$/m, `KEY=${KEY}`),
+        ],
+  );
+  return [...preamble, ...body].join('\n');
+}
+
+test("the README's walk-through runs top to bottom against a fresh server, every request answered 2xx", async () => {
+  rememberSecret(KEY);
+  const blocks = walkThrough(README);
+  const ran = blocks.filter((block) => !block.skipped);
+  expect(ran.length).toBeGreaterThanOrEqual(5);
+  expect(blocks.filter((block) => block.skipped).map((block) => block.code)).toEqual([
+    expect.stringMatching(/"provider": "s3"/),
+  ]);
+  // The walk-through says where the server is and which key to send; the test's own take their place.
+  expect(ran[0]?.code).toMatch(/^URL=http:\/\/127\.0\.0\.1:8080$/m);
+  expect(ran[0]?.code).toMatch(/^KEY=sk_/m);
+  expect(ran.map((block) => block.code).join('\n')).not.toMatch(/localhost|:8080\//);
+
+  const url = await serve();
+  const path = join(dataDir, 'walk-through.sh');
+  writeFileSync(path, script(blocks, url));
+  const done = await run('bash', [path], { timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }).catch(
+    (err: { code: number; stdout: string; stderr: string }) => err,
+  );
+
+  const statuses = done.stderr
+    .split('\n')
+    .filter((line) => /^readme-test: \d{3} /.test(line))
+    .map((line) => line.slice('readme-test: '.length));
+  expect(done, `walk-through failed:\n${done.stderr}\n${done.stdout}`).not.toHaveProperty('code');
+  expect(statuses.filter((status) => !/^2\d\d /.test(status))).toEqual([]);
+  // Every curl of the blocks that ran was reached (the wait loop may add a few).
+  const curls = ran.reduce((n, block) => n + (block.code.match(/^\s*(?:until )?curl /gm)?.length ?? 0), 0);
+  expect(statuses.length).toBeGreaterThanOrEqual(curls);
+  // It ends by deleting its database, after everything else, and leaves the server as it found it.
+  expect(statuses.at(-1)).toMatch(/^200 DELETE .*\/v1\/databases\/shop\?purge=true$/);
+  const api = client(url, `Bearer ${KEY}`);
+  expect((await api.get<{ databases: unknown[] }>('/v1/databases')).json.databases).toEqual([]);
+}, 120_000);
