@@ -1,5 +1,5 @@
 /**
- * Every error code the service answers with (API.md §9): clients branch on the code, people read the message.
+ * Every error code the service answers with (docs/api.md): clients branch on the code, people read the message.
  * Codes are stable; their sentences may change. The OpenAPI document and `docs/errors.md` list this table.
  */
 export const ERROR_CODES = {
@@ -46,7 +46,7 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-/** An error body (API.md §9). */
+/** An error body (docs/api.md). */
 export const errorBody = (error: string, code: ErrorCode): { error: string; code: ErrorCode } => ({ error, code });
 
 const DEFAULT_CODES: Readonly<Record<number, ErrorCode>> = {
@@ -130,7 +130,7 @@ export class Unprocessable extends ApiError {
   }
 }
 
-/** A tenant limit (API.md §9): counts are `409`, rates and concurrency `429` with `Retry-After`. */
+/** A tenant limit (docs/api.md): counts are `409`, rates and concurrency `429` with `Retry-After`. */
 export class LimitExceeded extends ApiError {
   constructor(message: string, retryAfterS?: number) {
     super(retryAfterS === undefined ? 409 : 429, message, { retryAfterS, code: 'limit_exceeded' });

@@ -160,7 +160,7 @@ const sameZone = (a: string | null | undefined, b: string | null | undefined) =>
   (a ?? 'UTC') === (b ?? 'UTC') || ((a ?? 'UTC').toUpperCase() === 'UTC' && (b ?? 'UTC').toUpperCase() === 'UTC');
 
 /**
- * A column of an Arrow body → the table's type, only where no value changes (API.md §5): widening ints, exact
+ * A column of an Arrow body → the table's type, only where no value changes (docs/api.md): widening ints, exact
  * float narrowing (f64 vectors into f32 columns), string/binary widths, timestamp units, list shapes, struct
  * fields by name. Anything else, or a null in a non-nullable column, throws `ValueError`.
  */
@@ -238,7 +238,7 @@ export function castData(data: Data, target: Field, path: string = target.name):
 }
 
 /**
- * Vectors hold finite numbers only (API.md §5 says so of JSON; Lance refuses NaN in a vector column outright).
+ * Vectors hold finite numbers only (docs/api.md says so of JSON; Lance refuses NaN in a vector column outright).
  * Items of null rows are not looked at: they are filler.
  */
 function checkFiniteItems(list: Data, items: Data, size: number, path: string): void {

@@ -103,7 +103,7 @@ interface Column {
 }
 
 /**
- * JSON values → Arrow `Data` of one column, checking every value (API.md §5). Throws `ValueError` at the first
+ * JSON values → Arrow `Data` of one column, checking every value (docs/api.md). Throws `ValueError` at the first
  * value that does not fit, with its index and the column path (`tags[2]`, `address.city`).
  */
 export function dataFromJson(field: Field, values: readonly unknown[]): Data {

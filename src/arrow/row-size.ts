@@ -7,7 +7,7 @@ const { Type } = arrow;
  * The fewest bytes one value of `type` takes in Arrow memory: fixed-width values whole, variable-width ones
  * their offset alone. Multiplied by a row count it bounds a result from below before any row is read.
  */
-export function minValueBytes(type: DataType): number {
+function minValueBytes(type: DataType): number {
   switch (type.typeId) {
     case Type.Bool:
       return 1 / 8;

@@ -12,7 +12,7 @@ export type Run = readonly [data: Data, start: number, end: number];
 type Offsets = Int32Array | BigInt64Array;
 
 /** The types `takeData` copies; rows of any other stay where they are (see `takeColumns`). */
-export function canTake(type: DataType): boolean {
+function canTake(type: DataType): boolean {
   switch (type.typeId) {
     case Type.Bool:
     case Type.Int:
@@ -52,7 +52,7 @@ const setBit = (bits: Uint8Array, i: number) => {
  * The rows of `runs`, in that order, as one new column of `type`. Arrow JS indexes values and value offsets
  * from a data's first row but validity and boolean bits from its offset; each is read the way Arrow JS reads it.
  */
-export function takeData(type: DataType, runs: readonly Run[]): Data {
+function takeData(type: DataType, runs: readonly Run[]): Data {
   const length = lengthOf(runs);
   const bitmap = new Uint8Array((length + 7) >> 3);
   let nullCount = 0;

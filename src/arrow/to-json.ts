@@ -9,7 +9,7 @@ const decoder = new TextDecoder();
 
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
-/** 64-bit integers stay numbers while exact (±2^53) and become decimal strings beyond (API.md §7). */
+/** 64-bit integers stay numbers while exact (±2^53) and become decimal strings beyond (docs/api.md). */
 function int64(value: bigint): number | string {
   return value <= MAX_SAFE && value >= -MAX_SAFE ? Number(value) : value.toString();
 }
@@ -37,7 +37,7 @@ const two = (n: number): string => String(n).padStart(2, '0');
  * date or timestamp can hold (JS `Date` stops at ±275,760 years). Years outside 0000–9999 are written as
  * ISO 8601 writes them: a sign and at least six digits. The civil-from-days algorithm of H. Hinnant.
  */
-export function isoDate(days: bigint): string {
+function isoDate(days: bigint): string {
   const z = days + 719_468n;
   const [era, doe] = divide(z, 146_097n);
   const yoe = (doe - doe / 1460n + doe / 36_524n - doe / 146_096n) / 365n;
@@ -54,7 +54,7 @@ export function isoDate(days: bigint): string {
 }
 
 /** RFC 3339 in UTC with `Z`, with as many fraction digits as the unit carries. */
-export function formatTimestamp(value: bigint, unit: number): string {
+function formatTimestamp(value: bigint, unit: number): string {
   const per = UNITS_PER_SECOND[unit] ?? 1000n;
   const [seconds, fraction] = divide(value, per);
   const [days, secondOfDay] = divide(seconds, 86_400n);

@@ -1,9 +1,9 @@
 import Type from 'typebox';
 import { ERROR_CODES } from '../errors.js';
 
-/** Database and table names (API.md §2). */
-export const NAME_PATTERN = '^[A-Za-z0-9-][A-Za-z0-9_-]{0,127}$';
-export const NAME_RULE = '1–128 characters of A-Z a-z 0-9 _ -, not starting with _';
+/** Database and table names (docs/api.md). */
+const NAME_PATTERN = '^[A-Za-z0-9-][A-Za-z0-9_-]{0,127}$';
+const NAME_RULE = '1–128 characters of A-Z a-z 0-9 _ -, not starting with _';
 
 /** S3's rule for bucket names (3–63 of a-z 0-9 . -, starting and ending with a letter or digit). */
 export const S3_BUCKET_PATTERN = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$';

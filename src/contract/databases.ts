@@ -9,7 +9,7 @@ export const DatabaseState = Type.Union([
 ]);
 export type DatabaseState = Type.Static<typeof DatabaseState>;
 
-export const S3Storage = Type.Object(
+const S3Storage = Type.Object(
   {
     provider: Type.Literal('s3'),
     // S3's own rule for bucket names: nothing a URI would read as anything but a name.
@@ -23,7 +23,7 @@ export const S3Storage = Type.Object(
   { additionalProperties: false },
 );
 
-export const LocalStorage = Type.Object(
+const LocalStorage = Type.Object(
   {
     provider: Type.Literal('local'),
     bucket: Type.String({ minLength: 1, maxLength: 255 }),

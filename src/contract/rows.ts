@@ -10,7 +10,7 @@ export const PredicateQuery = Type.Object(
   { additionalProperties: false },
 );
 
-export const JsonRows = Type.Object(
+const JsonRows = Type.Object(
   { data: Type.Array(Type.Object({}, { additionalProperties: true })) },
   { additionalProperties: false },
 );

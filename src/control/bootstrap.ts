@@ -1,7 +1,7 @@
 import { issueKey } from './keys.js';
 import type { ControlStore } from './store.js';
 
-export const DEFAULT_ACCOUNT = 'default';
+const DEFAULT_ACCOUNT = 'default';
 
 /**
  * On an empty control store, gives account `default` a key: the configured bootstrap key, or a new one whose

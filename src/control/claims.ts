@@ -3,7 +3,7 @@ import type { Binding } from '../storage/binding.js';
 import { describeLocation, locationOf, overlaps } from '../storage/location.js';
 
 /**
- * Refuses a binding whose location is, contains or lies inside one already bound (API.md §9): otherwise one
+ * Refuses a binding whose location is, contains or lies inside one already bound (docs/api.md): otherwise one
  * account could bind another's folder or bucket and read, overwrite or purge its tables. Every control store
  * runs this inside the transaction that inserts the database.
  */

@@ -27,7 +27,7 @@ export const summary = (db: DatabaseRecord, externalId: string): DatabaseSummary
   external_id: externalId,
 });
 
-/** Registration, listing, verification and deletion of an account's databases (API.md §3). */
+/** Registration, listing, verification and deletion of an account's databases (docs/api.md). */
 export class Databases {
   private readonly verifying = new Set<string>();
 
@@ -38,7 +38,7 @@ export class Databases {
     private readonly maxPerAccount: number,
   ) {}
 
-  /** The external id the account's role trust policies name (API.md §9). */
+  /** The external id the account's role trust policies name (docs/api.md). */
   async externalId(accountId: string): Promise<string> {
     const account = await this.store.findAccount(accountId);
     if (account === undefined) throw new NotFound('account', 'unknown_account');

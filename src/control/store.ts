@@ -5,7 +5,7 @@ import type { Binding } from '../storage/binding.js';
 export interface Account {
   id: string;
   name: string;
-  /** Passed as `ExternalId` when the service assumes a customer's role: the trust policy names it (API.md §9). */
+  /** Passed as `ExternalId` when the service assumes a customer's role: the trust policy names it (docs/api.md). */
   externalId: string;
 }
 

@@ -15,7 +15,7 @@ function identifiers(predicate: string): string[] {
 }
 
 /** Lance's message without its plumbing, and without the service's own column in lists of valid fields. */
-export function engineMessage(err: unknown): string {
+function engineMessage(err: unknown): string {
   const raw = err instanceof Error ? err.message : String(err);
   return raw
     .replace(/^Failed to execute query stream: /, '')

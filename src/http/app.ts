@@ -37,7 +37,7 @@ const REDACT = ['req.headers.authorization', 'req.headers.cookie', 'headers.auth
  * A request as logs show it. The query string is cut down to its parameter names: values may carry a key
  * (`?api_key=`), a predicate over customer data, or anything else a client put there.
  */
-export function loggedRequest(req: FastifyRequest): Record<string, unknown> {
+function loggedRequest(req: FastifyRequest): Record<string, unknown> {
   const [path, query] = req.url.split('?', 2);
   const names = query === undefined ? [] : [...new URLSearchParams(query).keys()];
   return {
@@ -71,7 +71,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     loggerInstance: logger,
     bodyLimit: config.maxBodyBytes,
     genReqId: () => randomUUID(),
-    // Names may be 128 characters (API.md §2); the router's default refuses path segments over 100.
+    // Names may be 128 characters (docs/api.md); the router's default refuses path segments over 100.
     routerOptions: { maxParamLength: 256 },
     frameworkErrors: answerFrameworkError,
     clientErrorHandler: answerClientError,

@@ -13,7 +13,7 @@ const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/v1/openapi.j
 /** The rendered reference registers its own asset routes under this prefix. */
 const PUBLIC_PREFIX = '/docs';
 
-export function isPublicRoute(pattern: string | undefined): boolean {
+function isPublicRoute(pattern: string | undefined): boolean {
   if (pattern === undefined) return false;
   return PUBLIC_ROUTES.has(pattern) || pattern === PUBLIC_PREFIX || pattern.startsWith(`${PUBLIC_PREFIX}/`);
 }
@@ -92,7 +92,7 @@ function clientOf(address: string): string {
 }
 
 /**
- * Every route but the public ones proves a key before anything else runs (API.md §1). Handlers read the
+ * Every route but the public ones proves a key before anything else runs (docs/api.md). Handlers read the
  * account through `req.accountId`, which throws when no key was proved: a handler cannot run as nobody.
  */
 export const authPlugin = fp(async (app: FastifyInstance) => {

@@ -18,7 +18,7 @@ const CONTEXT_NAMES: Readonly<Record<string, string>> = {
 };
 
 /** One sentence naming the failing field, e.g. `body.storage has unknown property "color"`. */
-export function describeValidation(context: string, issue: ValidationIssue): string {
+function describeValidation(context: string, issue: ValidationIssue): string {
   const where = CONTEXT_NAMES[context] ?? context;
   const path = issue.instancePath
     .split('/')
@@ -64,7 +64,7 @@ const FRAMEWORK_CODES: Readonly<Record<string, ErrorCode>> = {
 };
 
 /** A request target's path, whatever form the client sent it in (origin-form or absolute-form). */
-export function pathOf(target: string): string {
+function pathOf(target: string): string {
   const path = target.split('?')[0] ?? '';
   if (path.startsWith('/')) return path;
   try {

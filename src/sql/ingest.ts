@@ -18,7 +18,7 @@ import { dataToJson } from '../arrow/to-json.js';
 const { Type, TimeUnit, Precision } = arrow;
 
 /** Rows per DuckDB data chunk (its vector size, 2048). */
-export const CHUNK_ROWS = duckdb.vector_size();
+const CHUNK_ROWS = duckdb.vector_size();
 
 /** DuckDB's widest decimal; wider Arrow decimals are loaded as their exact decimal text. */
 const MAX_DECIMAL_PRECISION = 38;
@@ -26,7 +26,7 @@ const MAX_DECIMAL_PRECISION = 38;
 /** An SQL identifier, quoted. */
 export const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
-/** The DuckDB column type that holds an Arrow type without loss (API.md §6: vectors are SQL arrays of floats). */
+/** The DuckDB column type that holds an Arrow type without loss (docs/api.md: vectors are SQL arrays of floats). */
 export function duckdbType(type: DataType): string {
   switch (type.typeId) {
     case Type.Bool:
@@ -73,7 +73,7 @@ export function duckdbType(type: DataType): string {
     case Type.Struct:
       return `STRUCT(${(type.children as Field[]).map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}`).join(', ')})`;
     default:
-      // The table schemas API.md §4 allows never reach here; a schema_ipc of another type is refused earlier.
+      // The table schemas docs/api.md allows never reach here; a schema_ipc of another type is refused earlier.
       throw new Error(`no SQL type for Arrow ${String(type)}`);
   }
 }
@@ -306,9 +306,9 @@ function writeList(vector: duckdb.Vector, data: Data, start: number, n: number):
 
 /**
  * Rows [start, start + n) of a batch into a data chunk whose columns are the batch's, in order (n ≤ CHUNK_ROWS),
- * with the vectors' memory written directly (DESIGN.md: never row by row).
+ * with the vectors' memory written directly (docs/architecture.md: never row by row).
  */
-export function fillChunk(chunk: DuckDBDataChunk, batch: RecordBatch, start: number, n: number): void {
+function fillChunk(chunk: DuckDBDataChunk, batch: RecordBatch, start: number, n: number): void {
   const raw = chunk.chunk;
   duckdb.data_chunk_reset(raw);
   (batch.data.children as Data[]).forEach((column, c) => {

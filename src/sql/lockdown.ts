@@ -7,7 +7,7 @@ export interface InstanceOptions {
 }
 
 /**
- * An in-memory DuckDB that can reach nothing outside itself (DESIGN.md): no files, no network, no
+ * An in-memory DuckDB that can reach nothing outside itself (docs/architecture.md): no files, no network, no
  * extensions, and settings frozen once made. With `checkStatement` in front, user SQL can only read.
  */
 export async function openLockedInstance(
@@ -36,7 +36,7 @@ export async function openLockedInstance(
   return { instance, loader };
 }
 
-/** The statements API.md §6 allows, by their first keyword (DuckDB types PRAGMA and SUMMARIZE as SELECT too). */
+/** The statements docs/api.md allows, by their first keyword (DuckDB types PRAGMA and SUMMARIZE as SELECT too). */
 const READING = new Set(['select', 'with', 'values', 'from', 'table', 'describe', 'show', 'summarize', '(']);
 
 /** The first keyword of a statement, after comments and white space. */

@@ -15,7 +15,7 @@ import { arrow } from '../arrow/arrow.js';
 const { TimeUnit } = arrow;
 
 /**
- * The Arrow type of a DuckDB result column. Types Arrow JS or API.md §7 cannot carry as themselves
+ * The Arrow type of a DuckDB result column. Types Arrow JS or docs/api.md cannot carry as themselves
  * (INTERVAL, UUID, ENUM, MAP, UNION, BIT, TIME WITH TIME ZONE, BIGNUM, UHUGEINT, …) come back as their
  * DuckDB text; HUGEINT (what `sum` of integers returns) is a 38-digit decimal, or i64 when every value fits.
  */
@@ -131,7 +131,7 @@ function fixed<T>(vector: duckdb.Vector, bytes: number, make: (buffer: ArrayBuff
 }
 
 /** The first `n` rows of a DuckDB vector of `type` as Arrow data of `arrowType(type)`. */
-export function vectorToData(vector: duckdb.Vector, type: DuckDBType, n: number): Data {
+function vectorToData(vector: duckdb.Vector, type: DuckDBType, n: number): Data {
   const target = arrowType(type);
   const { nullBitmap, nullCount } = validityOf(vector, n);
   const id = type.typeId;

@@ -2,7 +2,7 @@ import type { Storage } from '../contract/databases.js';
 import { Unprocessable } from '../errors.js';
 import { endpointRefusal, type Resolver } from './endpoint.js';
 
-/** The code of every refusal of a binding (API.md §3: 422). */
+/** The code of every refusal of a binding (docs/api.md: 422). */
 const BINDING_REFUSED = 'binding_refused';
 
 /** A database's storage binding as stored: defaults applied, prefix normalised (no leading/trailing `/`). */
@@ -61,7 +61,7 @@ export const SERVER_IDENTITY_REFUSED =
   "binding through the server's own identity is switched off on this server (STRATA_ALLOW_SERVER_IDENTITY)";
 
 /**
- * Turns a registration's `storage` into a binding, or refuses it with 422 (API.md §3, §9). `externalId` is the
+ * Turns a registration's `storage` into a binding, or refuses it with 422 (docs/api.md, §9). `externalId` is the
  * registering account's external id, kept in the binding and sent with every AssumeRole of it.
  */
 export async function bindingFrom(storage: Storage, policy: BindingPolicy, externalId: string): Promise<Binding> {

@@ -30,7 +30,7 @@ const TEREDO = ipaddr.parseCIDR('2001::/32') as [IPv6, number];
  * Every IPv4 address an IPv6 address carries by a known transition scheme. Such an address may reach the IPv4
  * address it carries (through the host's own stack, a translator or a tunnel), so it is judged by it too.
  */
-export function embeddedIPv4(address: IPv6): Embedding[] {
+function embeddedIPv4(address: IPv6): Embedding[] {
   const p = address.parts as [number, number, number, number, number, number, number, number];
   const last = v4Of(p[6], p[7]);
   const found: Embedding[] = [];
@@ -112,7 +112,7 @@ export class EndpointRefused extends Error {
  * refused: a resolver may hand out any one of them to the next connection. The message names the kind of
  * address but not the address, so refusals do not map the server's own DNS.
  */
-export async function checkedAddresses(host: string, resolve: Resolver): Promise<string[]> {
+async function checkedAddresses(host: string, resolve: Resolver): Promise<string[]> {
   if (isIP(host) !== 0) {
     const refusal = addressRefusal(host);
     if (refusal !== undefined) throw new EndpointRefused(`${host} is ${refusal}`);

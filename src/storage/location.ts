@@ -2,7 +2,7 @@ import type { Binding } from './binding.js';
 
 /**
  * Where a binding's objects live, in a form two bindings can be compared in: a location belongs to one
- * database, and no other database of any account may bind it or a location inside or around it (API.md §9).
+ * database, and no other database of any account may bind it or a location inside or around it (docs/api.md).
  */
 export interface StorageLocation {
   provider: Binding['provider'];

@@ -15,12 +15,12 @@ export type VerifyOutcome =
   | { ok: false; checks: VerifyCheckResult[]; step: VerifyStep; code: string; message: string };
 
 /** Where the service keeps its own objects inside the binding prefix. */
-export const SERVICE_PREFIX = '_strata';
+const SERVICE_PREFIX = '_strata';
 
 const elapsed = (start: bigint): number => Number((process.hrtime.bigint() - start) / 1000n) / 1000;
 
 /**
- * Proves a grant end to end (API.md §3): credentials → put → get (bytes compared) → list → conditional_put
+ * Proves a grant end to end (docs/api.md): credentials → put → get (bytes compared) → list → conditional_put
  * → delete, each step timed. Stops at the first failing step. A store that ignores put-if-absent is
  * reported (`ok: false` with a note) but does not fail verification.
  */

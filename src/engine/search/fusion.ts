@@ -19,7 +19,7 @@ export interface FusionOptions {
 }
 
 /**
- * Reciprocal-rank fusion exactly as API.md §6: score(d) = Σ weight / (rrf_k + rank), ranks from 1, a leg that
+ * Reciprocal-rank fusion exactly as docs/api.md: score(d) = Σ weight / (rrf_k + rank), ranks from 1, a leg that
  * did not return d adding nothing; ties by the better single-leg rank, then row order (row key). The only
  * place RRF lives.
  */

@@ -94,7 +94,7 @@ const MIN_REFINED = 32;
 /** The refineFactor of an ANN-served vector leg that reads `limit` rows. */
 export const refineFactorFor = (limit: number): number => Math.max(1, Math.ceil(MIN_REFINED / limit));
 
-/** Lance's distance → API.md's canonical form: Lance's cosine and (squared) l2 already are; dot is 1 − x·y. */
+/** Lance's distance → the API's canonical form: Lance's cosine and (squared) l2 already are; dot is 1 − x·y. */
 const CANONICAL: Readonly<Record<Metric, (d: number) => number>> = {
   cosine: (d) => d,
   l2sq: (d) => d,
@@ -269,7 +269,7 @@ async function rowsByKeys(
   return { schema, rows };
 }
 
-/** BM25 + vector search fused by reciprocal rank (API.md §6). */
+/** BM25 + vector search fused by reciprocal rank (docs/api.md). */
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
   const offset = req.offset ?? 0;
@@ -429,7 +429,7 @@ async function readLeg(
 /** A filter is a predicate too: Lance's refusals of it become 400s. */
 const readingFilter = <T>(read: () => Promise<T>): Promise<T> => readingPredicate(read, 'filter');
 
-/** Every row matching a full-text query (API.md §6), with `columns`; undefined when the query has no token. */
+/** Every row matching a full-text query (docs/api.md), with `columns`; undefined when the query has no token. */
 async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: string[]): Promise<Table | undefined> {
   const column = ftsColumn(table, req.field_name, 'field_name');
   const operator = operatorOf(req.operator);
@@ -529,7 +529,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
   }
 }
 
-/** Rows whose column equals `value`, in row order (API.md §6 exact_match). */
+/** Rows whose column equals `value`, in row order (docs/api.md). */
 export async function exactMatch(table: TableHandle, req: ExactRequest, maxBytes: number): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
   const field = table.schema.fields.find((f) => f.name === req.field_name);

@@ -5,7 +5,7 @@ import { schemaOnlyStream, streamHasBatches } from '../../arrow/ipc.js';
 import { checkIpcStream, maxRowsFor } from '../../arrow/ipc-check.js';
 import { BadRequest } from '../../errors.js';
 
-/** One column of a JSON `schema` (API.md §4). */
+/** One column of a JSON `schema` (docs/api.md). */
 export interface SchemaFieldInput {
   name: string;
   type: string;
@@ -47,7 +47,7 @@ export interface IndexesInput {
   vector?: { column: string; metric: string; dim?: number | null }[] | null;
 }
 
-/** The service's own column: a unique i64 per row, assigned on write, never shown (DESIGN.md). */
+/** The service's own column: a unique i64 per row, assigned on write, never shown (docs/architecture.md). */
 export const ROW_KEY = '_rowkey';
 
 const MAX_DIM = 4096;
@@ -122,11 +122,11 @@ export function vectorWidth(type: DataType): number | undefined {
   return list.children[0]?.type.typeId === Type.Float ? list.listSize : undefined;
 }
 
-export function isTextType(type: DataType): boolean {
+function isTextType(type: DataType): boolean {
   return type.typeId === Type.Utf8 || type.typeId === Type.LargeUtf8;
 }
 
-export function describeField(field: Field): ColumnDescriptor {
+function describeField(field: Field): ColumnDescriptor {
   const base = { name: field.name, nullable: field.nullable };
   const type = field.type as DataType;
   if (type.typeId === Type.FixedSizeList) {
@@ -147,7 +147,7 @@ export function describeSchema(schema: Schema): ColumnDescriptor[] {
 }
 
 /** The columns a user sees: everything but the service's own. */
-export function userFields(schema: Schema): Field[] {
+function userFields(schema: Schema): Field[] {
   return schema.fields.filter((field) => field.name !== ROW_KEY);
 }
 
@@ -245,7 +245,7 @@ export function schemaFromFields(fields: readonly SchemaFieldInput[]): Schema {
 }
 
 /** `text` as bytes, refusing anything that is not strict base64 with a 400 naming `what`. */
-export function decodeBase64(text: string, what: string): Uint8Array {
+function decodeBase64(text: string, what: string): Uint8Array {
   if (!BASE64.test(text)) throw new BadRequest(`${what} is not valid base64`);
   return Buffer.from(text, 'base64');
 }
@@ -299,7 +299,7 @@ const METRICS: Readonly<Record<string, Metric>> = {
   dot: 'negdot',
 };
 
-/** Index declarations → canonical form, checked against the schema (API.md §4). */
+/** Index declarations → canonical form, checked against the schema (docs/api.md). */
 export function resolveIndexes(schema: Schema, input: IndexesInput | null | undefined): TableIndexes {
   const byName = new Map(schema.fields.map((f) => [f.name, f] as const));
   const fts: FtsIndex[] = [];

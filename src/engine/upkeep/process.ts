@@ -27,12 +27,8 @@ export type UpkeepReply = { id: number; ok: true } | { id: number; ok: false; me
 
 /**
  * Niceness of the upkeep process. Lance trains and compacts on every core; run in the service's own process it
- * competed with searches as an equal. Measured on 2 cores with 1.23M rows × 384-d:
- * - in process, hybrid search while an IVF_RQ index was trained again (`exp/niceexp.ts`): p50/p99 13.9/53.6 ms
- *   beside it in the same process, 8.6/19.1 ms with it in a process at niceness 10 (7.5/12.0 ms with no training);
- * - over HTTP, while upkeep folded six 1000-row appends and then retrained (`exp/during.ts`, 5 and 8 runs):
- *   p50 25–32 ms, p99 90–133 ms with upkeep in the server's process; p50 18–22 ms, p99 42–47 ms here.
- * The work itself takes longer (retraining 74–84 s against 54–57 s), since searches come first.
+ * competed with searches as an equal (hybrid search p99 53.6 ms while an index was trained beside it, 19.1 ms with
+ * the training at niceness 10; docs/performance.md has the measurements).
  */
 export const UPKEEP_NICENESS = 10;
 
@@ -40,7 +36,7 @@ export const UPKEEP_NICENESS = 10;
  * The upkeep process ends once it has had no job for this long, and with it the memory it took (908 MB after
  * indexing bench:search's 1M rows); the next job starts another, whose first fold reads the indexes again.
  */
-export const UPKEEP_IDLE_MS = 60_000;
+const UPKEEP_IDLE_MS = 60_000;
 
 const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
 

@@ -52,7 +52,7 @@ const ANN_REGROWTH = 4;
  * A vector column whose ANN index failed to build is tried again after this long, and searched exactly meanwhile;
  * its table's other upkeep goes on.
  */
-export const ANN_RETRY_MS = 60_000;
+const ANN_RETRY_MS = 60_000;
 
 /**
  * Background index upkeep of one database's open tables: build the ANN index when a vector column outgrows

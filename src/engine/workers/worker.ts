@@ -59,7 +59,7 @@ const RENEW_BEFORE_MS = 5 * 60_000;
 
 /**
  * The per-database worker, placed once verification has passed. It owns the database's engines: the Lance
- * connection and table handles (later DuckDB and index upkeep).
+ * connection and table handles, its DuckDB, and its index upkeep.
  */
 export class DatabaseWorker {
   private inFlight = 0;
@@ -80,7 +80,7 @@ export class DatabaseWorker {
 
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
-    // readConsistencyInterval 0: every read sees the latest commit, whoever made it (DESIGN.md).
+    // readConsistencyInterval 0: every read sees the latest commit, whoever made it (docs/architecture.md).
     const connection = await connect(location.uri, {
       storageOptions: location.storageOptions,
       readConsistencyInterval: 0,

@@ -31,7 +31,7 @@ function shapeError(body: unknown): string | undefined {
   return at < 0 ? undefined : `body.data[${at}] must be object`;
 }
 
-/** The bytes of a JSON rows body (API.md §5) → one batch of the table's columns; any fault is a `BadRequest`. */
+/** The bytes of a JSON rows body (docs/api.md) → one batch of the table's columns; any fault is a `BadRequest`. */
 export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): RecordBatch {
   if (bytes.byteLength === 0) {
     throw new BadRequest('the body is empty but Content-Type is application/json: send a JSON body or no Content-Type');
@@ -69,7 +69,7 @@ function workerUrl(): URL {
  * parsing 290 KB of rows takes ~1.8 ms and encoding 60 KB of Arrow rows as JSON ~2.3 ms (384-d vectors; 1 MB of
  * Arrow took 37 ms).
  */
-export const INLINE_PARSE_BYTES = 256 * 1024;
+const INLINE_PARSE_BYTES = 256 * 1024;
 export const INLINE_ENCODE_BYTES = 64 * 1024;
 
 /**

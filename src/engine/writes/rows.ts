@@ -43,7 +43,7 @@ export function batchOf(schema: Schema, length: number, columns: Data[]): Record
 const ownValue = (row: Record<string, unknown>, name: string): unknown =>
   Object.hasOwn(row, name) ? row[name] : undefined;
 
-/** JSON rows → one batch of the table's columns; the first bad row rejects them all (API.md §5). */
+/** JSON rows → one batch of the table's columns; the first bad row rejects them all (docs/api.md). */
 export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordBatch {
   const names = new Set(schema.fields.map((f) => f.name));
   rows.forEach((row, i) => {
@@ -72,7 +72,7 @@ export function batchFromJson(schema: Schema, rows: readonly unknown[]): RecordB
  * `i64`: 8×) and left-out nullable columns are filled (a left-out 1,536-byte vector per row), so a small body
  * could claim gigabytes; at least 256 MiB, or 16 bytes per byte of body, is always allowed.
  */
-export const convertedBytesLimit = (bodyBytes: number): number => Math.max(256 * 1024 * 1024, 16 * bodyBytes);
+const convertedBytesLimit = (bodyBytes: number): number => Math.max(256 * 1024 * 1024, 16 * bodyBytes);
 
 /** Refuses rows that would take more than `convertedBytesLimit` as the table's columns, before any is made. */
 export function checkConvertedSize(schema: Schema, rows: number, bodyBytes: number): void {

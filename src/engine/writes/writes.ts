@@ -55,7 +55,7 @@ async function committing<T extends { version: number }>(
 }
 
 /**
- * Runs a write in the table's queue and answers once what it wrote is durable (API.md §5: a 200 means durable
+ * Runs a write in the table's queue and answers once what it wrote is durable (docs/api.md: a 200 means durable
  * in the bucket). The next write commits while this one's files are synced: two appends in flight then share
  * the disk rather than wait for each other's fsync.
  */
@@ -65,7 +65,7 @@ async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<
   return result;
 }
 
-/** Appends all rows in one commit, or none (API.md §5). */
+/** Appends all rows in one commit, or none (docs/api.md). */
 export async function append(catalog: CatalogStore, table: TableHandle, parsed: ParsedRows): Promise<WriteResult> {
   const { batches: rows, stream } = parsed;
   const n = rowCount(rows);
@@ -86,7 +86,7 @@ async function matchedKeys(table: TableHandle, predicate: string): Promise<BigIn
 }
 
 /**
- * API.md's atomic replace: the rows P matches (in row order) are paired with the body's rows, which take over
+ * the API's atomic replace: the rows P matches (in row order) are paired with the body's rows, which take over
  * their row keys, and one merge-insert commit swaps them: no reader ever sees neither. Keys a concurrent
  * delete removed first update nothing and are counted as not found.
  */
