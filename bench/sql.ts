@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { RowGroupFeed } from '../src/sql/ingest.js';
+import { RowGroupFeed } from '../src/sql/feed.js';
 import {
   ARROW,
   activeDatabase,

@@ -2,7 +2,7 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch } from 'apache-arrow';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { ROW_GROUP_ROWS, RowGroupFeed } from '../src/sql/ingest.js';
+import { ROW_GROUP_ROWS, RowGroupFeed } from '../src/sql/feed.js';
 import { openLockedInstance } from '../src/sql/lockdown.js';
 
 /**

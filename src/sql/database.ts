@@ -3,9 +3,10 @@ import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { BadRequest, RequestTimeout, ResultTooLarge, Unavailable } from '../errors.js';
 import { columnsRead } from './columns-read.js';
-import { duckdbType, quoteIdent, ROW_GROUP_ROWS, RowGroupFeed } from './ingest.js';
+import { ROW_GROUP_ROWS, RowGroupFeed } from './feed.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
-import { arrowType, chunkToBatch, narrowHugeints } from './results.js';
+import { chunkToBatch, narrowHugeints } from './results.js';
+import { arrowType, duckdbType, quoteIdent } from './types.js';
 
 const { Type } = arrow;
 
