@@ -1,9 +1,11 @@
 import { MatchQuery, Operator } from '@lancedb/lancedb';
 import type { Data, DataType, Field, RecordBatch, Schema, Table } from 'apache-arrow';
+import type { Static } from 'typebox';
 import { arrow } from '../../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { minRowsBytes } from '../../arrow/row-size.js';
 import { takeColumns } from '../../arrow/take.js';
+import type { ExactMatchBody, HybridSearchBody, TokenMatchBody } from '../../contract/search.js';
 import { BadRequest, ResultTooLarge } from '../../errors.js';
 import { LANCE_METRIC } from '../indexes.js';
 import { READ_OPTIONS } from '../lance-reads.js';
@@ -16,36 +18,11 @@ import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
 
 const { Type } = arrow;
 
-export interface HybridRequest {
-  text_field?: string;
-  text_query?: string;
-  vector_field?: string;
-  vector_query?: number[];
-  k: number;
-  projection?: string[];
-  operator?: string;
-  filter?: string;
-  rrf_k?: number;
-  offset?: number;
-  text_weight?: number;
-  vector_weight?: number;
-  window?: number;
-}
-
-export interface MatchRequest {
-  field_name: string;
-  query: string;
-  operator?: string;
-  projection?: string[];
-  limit?: number;
-}
-
-export interface ExactRequest {
-  field_name: string;
-  value: string;
-  projection?: string[];
-  limit?: number;
-}
+/** The bodies of the search routes, less the table they name (the worker has opened it): the contract's types. */
+export type HybridRequest = Omit<Static<typeof HybridSearchBody>, 'table_name'>;
+/** `count` takes the same as `token_match`, without projection and limit. */
+export type MatchRequest = Omit<Static<typeof TokenMatchBody>, 'table_name'>;
+export type ExactRequest = Omit<Static<typeof ExactMatchBody>, 'table_name'>;
 
 /** Rows to answer with, and their schema (for an empty answer). */
 export interface RowsResult {

@@ -1,18 +1,14 @@
 import type { DataType, Field, Schema } from 'apache-arrow';
+import type { Static } from 'typebox';
 import { arrow } from '../../arrow/arrow.js';
 import { BASE64 } from '../../arrow/from-json.js';
 import { schemaOnlyStream, streamHasBatches } from '../../arrow/ipc.js';
 import { checkIpcStream, maxRowsFor } from '../../arrow/ipc-check.js';
+import type { Indexes, SchemaField } from '../../contract/tables.js';
 import { BadRequest } from '../../errors.js';
 
 /** One column of a JSON `schema` (docs/api.md). */
-export interface SchemaFieldInput {
-  name: string;
-  type: string;
-  dim?: number | null;
-  item?: string | null;
-  nullable?: boolean | null;
-}
+export type SchemaFieldInput = Static<typeof SchemaField>;
 
 /** The JSON form of a column in responses. */
 export interface ColumnDescriptor {
@@ -42,10 +38,8 @@ export interface TableIndexes {
   vector: VectorIndex[];
 }
 
-export interface IndexesInput {
-  fts?: (string | { column: string; analyzer?: string | null })[] | null;
-  vector?: { column: string; metric: string; dim?: number | null }[] | null;
-}
+/** Index declarations as a create_table body gives them (the contract's type). */
+export type IndexesInput = Static<typeof Indexes>;
 
 /** The service's own column: a unique i64 per row, assigned on write, never shown (docs/architecture.md). */
 export const ROW_KEY = '_rowkey';

@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
+import type { Static } from 'typebox';
+import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import { DurableFolder } from '../../storage/durable.js';
 import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
@@ -14,10 +16,8 @@ import { TableChanges } from './changes.js';
 import {
   type ColumnDescriptor,
   describeSchema,
-  type IndexesInput,
   ROW_KEY,
   resolveIndexes,
-  type SchemaFieldInput,
   schemaFromFields,
   schemaFromIpc,
   schemaToIpc,
@@ -26,12 +26,8 @@ import {
 } from './schema.js';
 import { Serial } from './serial.js';
 
-export interface CreateTableRequest {
-  table_name: string;
-  schema?: SchemaFieldInput[] | null;
-  schema_ipc?: string | null;
-  indexes?: IndexesInput | null;
-}
+/** A create_table body (the contract's type). */
+export type CreateTableRequest = Static<typeof CreateTableBody>;
 
 export interface TableDescription {
   table_name: string;
