@@ -62,11 +62,12 @@ async function keys(args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
-  if (command === 'serve' || command === undefined) {
+  if (command === 'serve') {
     await serve(loadConfig({ ...process.env, ...flagsToEnv(rest) }));
     return undefined;
   }
   if (command === 'keys') return keys(rest);
+  // A bare `strata` says how to call it rather than starting a server nobody asked for.
   process.stderr.write(`${USAGE}\n`);
   return command === '--help' || command === 'help' ? 0 : 2;
 }

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -134,5 +134,17 @@ describe('strata serve and strata keys', () => {
     expect(missingAccount).toMatchObject({ code: 2, stderr: expect.stringMatching(/--account NAME/) });
     expect(unknownRevoke).toMatchObject({ code: 1, stderr: expect.stringMatching(/no active key with id key_nope/) });
     expect(badFlag).toMatchObject({ code: 2, stderr: expect.stringMatching(/unknown option --colour/) });
+  });
+
+  test('a bare strata prints the usage and exits 2 instead of starting a server', async () => {
+    const cwd = tempDir();
+
+    const bare = await run(process.execPath, [CLI], { cwd, timeout: 10_000 }).catch(
+      (err: { code: number; stdout: string; stderr: string }) => err,
+    );
+
+    expect(bare).toMatchObject({ code: 2, stdout: '', stderr: expect.stringMatching(/^usage:\n {2}strata serve /) });
+    expect(bare.stderr).toMatch(/strata keys create --account NAME/);
+    expect(readdirSync(cwd)).toEqual([]);
   });
 });

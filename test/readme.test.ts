@@ -46,8 +46,9 @@ async function serve(): Promise<string> {
     stdio: 'ignore',
   });
   const url = `http://127.0.0.1:${port}`;
+  const up = async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true;
   for (let i = 0; i < 400; i++) {
-    if (await fetch(`${url}/healthz`).then((r) => r.ok, () => false)) return url;
+    if (await up()) return url;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
   throw new Error('server did not start');
