@@ -20,6 +20,16 @@ export const ErrorBody = Type.Object(
   { additionalProperties: true, description: 'What was wrong' },
 );
 
+/**
+ * The error replies of a keyed route, by status, for its schema: every one may answer 400, 401 and 429 (a rate
+ * or tenant limit); `statuses` are the others it can give.
+ */
+export function errorReplies<S extends number>(...statuses: S[]): Record<400 | 401 | 429 | S, typeof ErrorBody> {
+  const replies: Partial<Record<number, typeof ErrorBody>> = {};
+  for (const status of [400, 401, 429, ...statuses]) replies[status] = ErrorBody;
+  return replies as Record<400 | 401 | 429 | S, typeof ErrorBody>;
+}
+
 /** Human wording for the patterns the contract uses, so a 400 explains the rule instead of a regex. */
 export const PATTERN_RULES: Readonly<Record<string, string>> = {
   [NAME_PATTERN]: NAME_RULE,

@@ -137,6 +137,17 @@ export class SqliteControlStore implements ControlStore {
     return prepared;
   }
 
+  /** The row a query finds, as a record, or undefined. */
+  private one<Row, T>(sql: string, record: (row: Row) => T, ...args: unknown[]): T | undefined {
+    const row = this.statement(sql).get(...args) as Row | undefined;
+    return row === undefined ? undefined : record(row);
+  }
+
+  /** Every row a query finds, as records. */
+  private all<Row, T>(sql: string, record: (row: Row) => T, ...args: unknown[]): T[] {
+    return (this.statement(sql).all(...args) as Row[]).map(record);
+  }
+
   private migrate(): void {
     this.db.exec(
       'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms INTEGER NOT NULL)',
@@ -202,8 +213,7 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
-    const row = this.statement('SELECT * FROM api_keys WHERE hash = ?').get(hash) as KeyRow | undefined;
-    return row === undefined ? undefined : keyFromRow(row);
+    return this.one('SELECT * FROM api_keys WHERE hash = ?', keyFromRow, hash);
   }
 
   async listKeys(): Promise<ApiKeyListing[]> {
@@ -253,17 +263,11 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined> {
-    const row = this.statement('SELECT * FROM databases WHERE account_id = ? AND name = ?').get(accountId, name) as
-      | DatabaseRow
-      | undefined;
-    return row === undefined ? undefined : databaseFromRow(row);
+    return this.one('SELECT * FROM databases WHERE account_id = ? AND name = ?', databaseFromRow, accountId, name);
   }
 
   async listDatabases(accountId: string): Promise<DatabaseRecord[]> {
-    const rows = this.statement('SELECT * FROM databases WHERE account_id = ? ORDER BY name').all(
-      accountId,
-    ) as DatabaseRow[];
-    return rows.map(databaseFromRow);
+    return this.all('SELECT * FROM databases WHERE account_id = ? ORDER BY name', databaseFromRow, accountId);
   }
 
   async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
@@ -314,17 +318,11 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async findTable(databaseId: string, name: string): Promise<TableRecord | undefined> {
-    const row = this.statement('SELECT * FROM tables WHERE database_id = ? AND name = ?').get(databaseId, name) as
-      | TableRow
-      | undefined;
-    return row === undefined ? undefined : tableFromRow(row);
+    return this.one('SELECT * FROM tables WHERE database_id = ? AND name = ?', tableFromRow, databaseId, name);
   }
 
   async listTables(databaseId: string): Promise<TableRecord[]> {
-    const rows = this.statement('SELECT * FROM tables WHERE database_id = ? ORDER BY name').all(
-      databaseId,
-    ) as TableRow[];
-    return rows.map(tableFromRow);
+    return this.all('SELECT * FROM tables WHERE database_id = ? ORDER BY name', tableFromRow, databaseId);
   }
 
   async setTableState(tableId: string, state: TableRecord['state']): Promise<void> {

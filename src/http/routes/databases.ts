@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { DatabaseParams, ErrorBody } from '../../contract/common.js';
+import { DatabaseParams, ErrorBody, errorReplies } from '../../contract/common.js';
 import {
   DatabaseList,
   DatabaseSummary,
@@ -10,15 +10,7 @@ import {
 } from '../../contract/databases.js';
 import { summary } from '../../control/databases.js';
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  404: ErrorBody,
-  409: ErrorBody,
-  422: ErrorBody,
-  429: ErrorBody,
-  503: ErrorBody,
-};
+const errors = errorReplies(404, 409, 422, 503);
 
 export const databaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { databases } = app.ctx;

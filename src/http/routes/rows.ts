@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyRequest } from 'fastify';
-import { ErrorBody } from '../../contract/common.js';
+import { errorReplies } from '../../contract/common.js';
 import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody, RowsBytes } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
 import type { RowsBody as Rows } from '../../engine/writes/rows.js';
@@ -8,16 +8,7 @@ import { BadRequest } from '../../errors.js';
 import { JSON_TYPE, negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWorker } from '../guard.js';
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  404: ErrorBody,
-  406: ErrorBody,
-  409: ErrorBody,
-  413: ErrorBody,
-  415: ErrorBody,
-  503: ErrorBody,
-};
+const errors = errorReplies(404, 406, 409, 413, 415, 503);
 const tags = ['Rows'];
 
 /** The body as the content-type parsers tagged it; they already refused any other type (415). */

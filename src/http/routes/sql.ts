@@ -1,19 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody } from '../../contract/common.js';
+import { errorReplies } from '../../contract/common.js';
 import { QuerySqlBody } from '../../contract/search.js';
 import { DatabasePathParams } from '../../contract/tables.js';
 import { negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWorker } from '../guard.js';
 
-const errors = {
-  400: ErrorBody,
-  401: ErrorBody,
-  404: ErrorBody,
-  406: ErrorBody,
-  408: ErrorBody,
-  409: ErrorBody,
-  503: ErrorBody,
-};
+const errors = errorReplies(404, 406, 408, 409, 503);
 
 export const sqlRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const { ctx } = app;

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ErrorBody } from '../../contract/common.js';
+import { errorReplies } from '../../contract/common.js';
 import {
   CreateTableBody,
   DatabasePathParams,
@@ -13,7 +13,7 @@ import {
 import { schemaToIpc } from '../../engine/tables/schema.js';
 import { withWorker } from '../guard.js';
 
-const errors = { 400: ErrorBody, 401: ErrorBody, 404: ErrorBody, 409: ErrorBody, 503: ErrorBody };
+const errors = errorReplies(404, 409, 503);
 const tags = ['Tables'];
 
 export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
