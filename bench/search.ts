@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { READ_OPTIONS } from '../src/engine/lance-reads.js';
+import { READ_OPTIONS } from '../src/engine/lance.js';
 import { firstTextRead, NPROBES, refineFactorFor } from '../src/engine/search/search.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {

@@ -1,4 +1,5 @@
 import { BadRequest } from '../errors.js';
+import { lanceMessage } from './lance.js';
 
 /**
  * Identifiers outside string literals: bare words and back-quoted names. Used only to keep the service's own
@@ -12,19 +13,6 @@ function identifiers(predicate: string): string[] {
     if (name !== undefined) out.push(name);
   }
   return out;
-}
-
-/** Lance's message without its plumbing, and without the service's own column in lists of valid fields. */
-function engineMessage(err: unknown): string {
-  const raw = err instanceof Error ? err.message : String(err);
-  return raw
-    .replace(/^Failed to execute query stream: /, '')
-    .replace(/^GenericFailure, /, '')
-    .replace(/^Invalid input, /, '')
-    .replace(/^lance error: /i, '')
-    .replace(/, `_rowkey`/g, '')
-    .replace(/`_rowkey`, /g, '')
-    .split('\n')[0] as string;
 }
 
 /** A user predicate as given: present, and about user columns only (Lance checks the rest). */
@@ -51,6 +39,6 @@ export async function readingPredicate<T>(read: () => Promise<T>, what = 'predic
   try {
     return await read();
   } catch (err) {
-    throw new BadRequest(`${what}: ${engineMessage(err)}`);
+    throw new BadRequest(`${what}: ${lanceMessage(err)}`);
   }
 }

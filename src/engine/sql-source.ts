@@ -1,7 +1,7 @@
 import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
-import { LOAD_BATCH_ROWS, streamOf } from './lance-reads.js';
+import { LOAD_BATCH_ROWS, streamOf } from './lance.js';
 import type { TableRecord } from './tables/catalog.js';
 import { ROW_KEY, schemaFromIpc } from './tables/schema.js';
 import { closeHandle, type Tables } from './tables/tables.js';

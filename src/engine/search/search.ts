@@ -8,7 +8,7 @@ import { takeColumns } from '../../arrow/take.js';
 import type { ExactMatchBody, HybridSearchBody, TokenMatchBody } from '../../contract/search.js';
 import { BadRequest, ResultTooLarge } from '../../errors.js';
 import { LANCE_METRIC } from '../indexes.js';
-import { READ_OPTIONS } from '../lance-reads.js';
+import { READ_OPTIONS } from '../lance.js';
 import { checkPredicate, readingPredicate } from '../predicate.js';
 import { type Metric, ROW_KEY, spellingOf, vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';

@@ -9,6 +9,7 @@ import { DurableFolder } from '../../storage/durable.js';
 import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
 import type { LanceLocation } from '../../storage/lance.js';
 import { annColumns, ftsIndex, warmIndexes } from '../indexes.js';
+import { isMissingDataset } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { RowKeys } from '../writes/row-keys.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
@@ -174,7 +175,7 @@ export class Tables {
     if (handle !== undefined) closeHandle(handle.lance);
     if (purge) {
       await this.connection.dropTable(record.tableId).catch((err: unknown) => {
-        if (!/not found|does not exist/i.test(String(err))) throw err;
+        if (!isMissingDataset(err)) throw err;
       });
     }
   }

@@ -1,5 +1,6 @@
 import type { IndexConfig } from '@lancedb/lancedb';
 import { annColumns, annIndex, isAnn, warmIndexes } from '../indexes.js';
+import { isCommitConflict } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { ROW_KEY, type VectorIndex } from '../tables/schema.js';
 import type { TableHandle, Tables } from '../tables/tables.js';
@@ -311,7 +312,7 @@ export class Upkeep {
       this.observer.done(work, (performance.now() - started) / 1000);
       return true;
     } catch (err) {
-      if (!/Retryable commit conflict/i.test(String(err))) throw err;
+      if (!isCommitConflict(err)) throw err;
       this.preempted.set(id, lost + 1);
       return false;
     }

@@ -1,6 +1,6 @@
 import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { Table } from 'apache-arrow';
-import { READ_OPTIONS } from '../lance-reads.js';
+import { READ_OPTIONS } from '../lance.js';
 import { ROW_KEY } from '../tables/schema.js';
 import { rowKeysOf } from './rows.js';
 

@@ -1,7 +1,7 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
-import { READ_OPTIONS } from '../lance-reads.js';
+import { READ_OPTIONS } from '../lance.js';
 import { checkPredicate, readingPredicate } from '../predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';

@@ -1,5 +1,8 @@
 import type { Query, QueryExecutionOptions } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
+import { ROW_KEY } from './tables/schema.js';
+
+// The service's face on Lance's reads and errors: how reads run, and what Lance's error messages mean.
 
 /**
  * How the service's Lance reads run (all but a SQL load's: `LOAD_BATCH_ROWS`). Lance scans in batches of up to this
@@ -28,3 +31,25 @@ export function streamOf(query: Query, maxBatchLength: number): AsyncIterable<Re
   };
   return executable.execute({ maxBatchLength });
 }
+
+/**
+ * Lance's message without its plumbing (wrappers of the Node binding and of Lance itself), and without the
+ * service's own column in lists of valid fields: what a client may read of a refusal Lance gave.
+ */
+export function lanceMessage(err: unknown): string {
+  const raw = err instanceof Error ? err.message : String(err);
+  return raw
+    .replace(/^Failed to execute query stream: /, '')
+    .replace(/^GenericFailure, /, '')
+    .replace(/^Invalid input, /, '')
+    .replace(/^lance error: /i, '')
+    .replaceAll(`, \`${ROW_KEY}\``, '')
+    .replaceAll(`\`${ROW_KEY}\`, `, '')
+    .split('\n')[0] as string;
+}
+
+/** Whether Lance refused because the dataset is not there (dropped, or never written). */
+export const isMissingDataset = (err: unknown): boolean => /not found|does not exist/i.test(String(err));
+
+/** Whether Lance refused a commit because another landed first; the commit may be tried again. */
+export const isCommitConflict = (err: unknown): boolean => /Retryable commit conflict/i.test(String(err));
