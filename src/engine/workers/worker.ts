@@ -6,16 +6,9 @@ import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
 import type { EngineLog } from '../log.js';
-import {
-  countMatches,
-  type ExactRequest,
-  exactMatch,
-  type HybridRequest,
-  hybridSearch,
-  type MatchRequest,
-  type RowsResult,
-  tokenMatch,
-} from '../search/search.js';
+import { hybridSearch } from '../search/hybrid.js';
+import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
+import type { ExactRequest, HybridRequest, MatchRequest, RowsResult } from '../search/request.js';
 import { LanceSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import { type TableHandle, Tables } from '../tables/tables.js';

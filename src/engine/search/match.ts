@@ -1,0 +1,113 @@
+import { MatchQuery } from '@lancedb/lancedb';
+import type { DataType, Table } from 'apache-arrow';
+import { arrow } from '../../arrow/arrow.js';
+import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
+import { BadRequest } from '../../errors.js';
+import { READ_OPTIONS } from '../lance.js';
+import { ROW_KEY, spellingOf } from '../tables/schema.js';
+import type { TableHandle } from '../tables/tables.js';
+import { ALL_ROWS } from './hybrid.js';
+import {
+  type ExactRequest,
+  ftsColumn,
+  hasTokens,
+  type MatchRequest,
+  operatorOf,
+  projectionOf,
+  quoteName,
+  type RowsResult,
+} from './request.js';
+import { inRowOrder, rowsWithin } from './result-rows.js';
+
+const { Type } = arrow;
+// Unscored matches: full-text count and token match, and exact match of one column's value.
+
+/** Every row matching a full-text query (docs/api.md), with `columns`; undefined when the query has no token. */
+async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: string[]): Promise<Table | undefined> {
+  const column = ftsColumn(table, req.field_name, 'field_name');
+  const operator = operatorOf(req.operator);
+  if (!hasTokens(req.query)) return undefined;
+  return table.lance
+    .query()
+    .fullTextSearch(new MatchQuery(req.query, column, { operator }))
+    .select(columns)
+    .limit(ALL_ROWS)
+    .toArrow(READ_OPTIONS);
+}
+
+/** The exact number of rows matching a full-text query; no columns are read, Lance only counts. */
+export async function countMatches(table: TableHandle, req: MatchRequest): Promise<number> {
+  return (await fullTextMatches(table, req, []))?.numRows ?? 0;
+}
+
+/** The rows `count` would count, in row order, unscored. */
+export async function tokenMatch(table: TableHandle, req: MatchRequest, maxBytes: number): Promise<RowsResult> {
+  const fields = projectionOf(table, req.projection);
+  const hits = await fullTextMatches(table, req, [ROW_KEY]);
+  const keys = hits === undefined ? [] : inRowOrder(hits);
+  return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
+}
+
+/**
+ * An integer as SQL. The parser reads `-9223372036854775808` as the negation of a literal one past the
+ * largest i64, which overflows; that one value is written as a difference instead.
+ */
+const integerLiteral = (v: bigint): string => (v === -(2n ** 63n) ? '(-9223372036854775807 - 1)' : v.toString());
+
+/** `value` as a SQL literal of the column's type, or a 400; values are parsed, never pasted. */
+export function literalFor(type: DataType, value: string, column: string): string {
+  const fail = (expected: string): never => {
+    throw new BadRequest(
+      `value "${value}" is not ${expected} (column "${column}" is ${spellingOf(type) ?? String(type)})`,
+    );
+  };
+  switch (type.typeId) {
+    case Type.Int: {
+      if (!/^-?\d+$/.test(value)) fail('an integer');
+      const [lo, hi] = intRange(type);
+      const v = BigInt(value);
+      if (v < lo || v > hi) fail(`an integer from ${lo} to ${hi}`);
+      return integerLiteral(v);
+    }
+    case Type.Float: {
+      const v = value === 'NaN' || value === 'Infinity' || value === '-Infinity' ? value : Number(value);
+      if (typeof v === 'number' && (value.trim() === '' || Number.isNaN(v))) fail('a number');
+      const sqlType = spellingOf(type) === 'f64' ? 'DOUBLE' : 'FLOAT';
+      return `CAST('${typeof v === 'number' ? String(v) : v}' AS ${sqlType})`;
+    }
+    case Type.Bool:
+      if (value !== 'true' && value !== 'false') fail('true or false');
+      return value.toUpperCase();
+    case Type.Utf8:
+    case Type.LargeUtf8:
+      return `'${value.replaceAll("'", "''")}'`;
+    case Type.Date:
+      if (spellingOf(type) !== 'date32' || parseDate(value) === undefined) fail('a date "YYYY-MM-DD"');
+      return `DATE '${value}'`;
+    case Type.Timestamp: {
+      const v = parseTimestamp(value, (type as InstanceType<typeof arrow.Timestamp>).unit);
+      if (v === undefined) fail("an RFC 3339 timestamp exact to the column's unit");
+      return integerLiteral(v as bigint);
+    }
+    default:
+      throw new BadRequest(`exact_match cannot compare column "${column}" of type ${spellingOf(type) ?? String(type)}`);
+  }
+}
+
+/** Rows whose column equals `value`, in row order (docs/api.md). */
+export async function exactMatch(table: TableHandle, req: ExactRequest, maxBytes: number): Promise<RowsResult> {
+  const fields = projectionOf(table, req.projection);
+  const field = table.schema.fields.find((f) => f.name === req.field_name);
+  if (field === undefined) throw new BadRequest(`field_name: no column named "${req.field_name}"`);
+  const literal = literalFor(field.type, req.value, field.name);
+  const lhs =
+    field.type.typeId === Type.Timestamp ? `arrow_cast(${quoteName(field.name)}, 'Int64')` : quoteName(field.name);
+  const hits = await table.lance
+    .query()
+    .where(`${lhs} = ${literal}`)
+    .select([ROW_KEY])
+    .limit(ALL_ROWS)
+    .toArrow(READ_OPTIONS);
+  const keys = inRowOrder(hits);
+  return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
+}
