@@ -4,6 +4,7 @@ import { arrow } from '../src/arrow/arrow.js';
 import { schemaOnlyStream } from '../src/arrow/ipc.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
 import { readTable, tablesOf } from './support/tables.js';
+import { NESTED_SCHEMA, SCALAR_SPELLINGS } from './support/types.js';
 
 let strata: TestServer;
 let api: Client;
@@ -21,27 +22,7 @@ const b64 = (schema: InstanceType<typeof arrow.Schema>) => Buffer.from(schemaOnl
 
 describe('create_table', () => {
   test('every scalar spelling, vectors and lists, with indexes in canonical form', async () => {
-    const spellings = [
-      'bool',
-      'i8',
-      'i16',
-      'i32',
-      'i64',
-      'u8',
-      'u16',
-      'u32',
-      'u64',
-      'f16',
-      'f32',
-      'f64',
-      'utf8',
-      'large_utf8',
-      'binary',
-      'large_binary',
-      'date32',
-      'timestamp_ms',
-      'timestamp_us',
-    ];
+    const spellings = SCALAR_SPELLINGS;
     const schema = [
       ...spellings.map((type) => ({ name: `c_${type}`, type })),
       { name: 'alias', type: 'string', nullable: false },
@@ -78,17 +59,7 @@ describe('create_table', () => {
 
   test('schema_ipc with struct, list and fixed-size list round-trips through schema?encoding=ipc', async () => {
     const schema = new arrow.Schema([
-      new arrow.Field('id', new arrow.Int64(), false),
-      new arrow.Field(
-        'address',
-        new arrow.Struct([
-          new arrow.Field('city', new arrow.Utf8(), true),
-          new arrow.Field('zip', new arrow.Int32(), true),
-        ]),
-        true,
-      ),
-      new arrow.Field('scores', new arrow.List(new arrow.Field('item', new arrow.Float64(), true)), true),
-      new arrow.Field('v64', new arrow.FixedSizeList(4, new arrow.Field('item', new arrow.Float64(), true)), true),
+      ...NESTED_SCHEMA.fields,
       new arrow.Field('v32', new arrow.FixedSizeList(2, new arrow.Field('item', new arrow.Float32(), true)), true),
     ]);
 

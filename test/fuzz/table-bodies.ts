@@ -5,6 +5,7 @@
 import type { DataType, Field } from 'apache-arrow';
 import fc from 'fast-check';
 import { arrow } from '../../src/arrow/arrow.js';
+import { SCALAR_SPELLINGS } from '../support/types.js';
 import { schemaIpcValue } from './arrow-bodies.js';
 import { type Mutated, mutate } from './envelope.js';
 import {
@@ -177,28 +178,7 @@ export function exactBodies(world: World): fc.Arbitrary<Mutated> {
   });
 }
 
-const SPELLINGS = [
-  'bool',
-  'i8',
-  'i16',
-  'i32',
-  'i64',
-  'u8',
-  'u16',
-  'u32',
-  'u64',
-  'f16',
-  'f32',
-  'f64',
-  'utf8',
-  'string',
-  'large_utf8',
-  'binary',
-  'large_binary',
-  'date32',
-  'timestamp_ms',
-  'timestamp_us',
-];
+const SPELLINGS = [...SCALAR_SPELLINGS, 'string'];
 
 const COLUMN_NAMES = ['id', 'text', 'v', 'tags', 'when', 'n', 'score', 'blob', 'flag', 'Ünï', 'my col'];
 

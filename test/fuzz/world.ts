@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
-import { arrow } from '../../src/arrow/arrow.js';
 import { schemaOnlyStream } from '../../src/arrow/ipc.js';
 import { schemaFromFields } from '../../src/engine/tables/schema.js';
 import { activeLocalDatabase, type Client, startStrata, type TestServer } from '../support/server.js';
 import { tablesOf } from '../support/tables.js';
-import { ALL_TYPES, FULL_ROW, NULL_ROW } from '../support/types.js';
+import { ALL_TYPES, FULL_ROW, NESTED_SCHEMA, NULL_ROW } from '../support/types.js';
 
 /** A table of the fuzzed database: its columns (for generators) and the body that created it. */
 export interface WorldTable {
@@ -106,20 +105,6 @@ const oddRow = (i: number) => ({
   "a'b": "it's `quoted`",
   '"q"': '2000-01-01',
 });
-
-const NESTED_SCHEMA = new arrow.Schema([
-  new arrow.Field('id', new arrow.Int64(), false),
-  new arrow.Field(
-    'address',
-    new arrow.Struct([
-      new arrow.Field('city', new arrow.Utf8(), true),
-      new arrow.Field('zip', new arrow.Int32(), true),
-    ]),
-    true,
-  ),
-  new arrow.Field('scores', new arrow.List(new arrow.Field('item', new arrow.Float64(), true)), true),
-  new arrow.Field('v64', new arrow.FixedSizeList(4, new arrow.Field('item', new arrow.Float64(), true)), true),
-]);
 
 const nestedRow = (i: number) => ({
   id: i,

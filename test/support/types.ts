@@ -1,4 +1,44 @@
-/** A table with a column of every JSON type spelling of API.md §4, a row using each to its limits, and a row of nulls. */
+import { arrow } from '../../src/arrow/arrow.js';
+
+/** Every scalar type spelling a JSON `schema` takes (docs/api.md), `string` (an alias of utf8) aside. */
+export const SCALAR_SPELLINGS = [
+  'bool',
+  'i8',
+  'i16',
+  'i32',
+  'i64',
+  'u8',
+  'u16',
+  'u32',
+  'u64',
+  'f16',
+  'f32',
+  'f64',
+  'utf8',
+  'large_utf8',
+  'binary',
+  'large_binary',
+  'date32',
+  'timestamp_ms',
+  'timestamp_us',
+] as const;
+
+/** A schema only `schema_ipc` can create: a struct, a list of floats and a fixed-size list of f64. */
+export const NESTED_SCHEMA = new arrow.Schema([
+  new arrow.Field('id', new arrow.Int64(), false),
+  new arrow.Field(
+    'address',
+    new arrow.Struct([
+      new arrow.Field('city', new arrow.Utf8(), true),
+      new arrow.Field('zip', new arrow.Int32(), true),
+    ]),
+    true,
+  ),
+  new arrow.Field('scores', new arrow.List(new arrow.Field('item', new arrow.Float64(), true)), true),
+  new arrow.Field('v64', new arrow.FixedSizeList(4, new arrow.Field('item', new arrow.Float64(), true)), true),
+]);
+
+/** A table with a column of every JSON type spelling (docs/api.md), a row using each to its limits, and a row of nulls. */
 export const ALL_TYPES = [
   { name: 'id', type: 'i64', nullable: false },
   { name: 'b', type: 'bool' },
