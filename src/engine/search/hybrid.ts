@@ -1,19 +1,18 @@
 import { MatchQuery } from '@lancedb/lancedb';
 import type { Table } from 'apache-arrow';
-import { BadRequest } from '../../errors.js';
 import { LANCE_METRIC } from '../indexes.js';
 import { READ_OPTIONS } from '../lance.js';
-import { checkPredicate, readingPredicate } from '../predicate.js';
-import { type Metric, ROW_KEY, vectorWidth } from '../tables/schema.js';
+import { readingPredicate } from '../predicate.js';
+import { type Metric, ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { rowIdsOf } from '../writes/row-keys.js';
 import { fuse, inReach, rankLeg } from './fusion.js';
-import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf, type RowsResult } from './request.js';
+import { planHybrid } from './plan.js';
+import type { HybridRequest, RowsResult } from './request.js';
 import { keysOf, numbersOf, rowsByKeys } from './result-rows.js';
 
 // Hybrid search: a BM25 leg and a vector leg run side by side, fused by reciprocal rank (fusion.ts).
 
-const MAX_WINDOW = 10_000;
 /**
  * Hits a text leg first reads past its window: BM25 scores tie often (same term counts, same length), and row
  * order can break a tie at the window's edge only with every tied row in hand (see `readLeg`).
@@ -63,41 +62,7 @@ const CANONICAL: Readonly<Record<Metric, (d: number) => number>> = {
 
 /** BM25 + vector search fused by reciprocal rank (docs/api.md). */
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
-  const fields = projectionOf(table, req.projection);
-  const offset = req.offset ?? 0;
-  const window = req.window ?? Math.max(100, 2 * (offset + req.k));
-  if (window < offset + req.k) throw new BadRequest(`window ${window} must be at least offset + k = ${offset + req.k}`);
-  if (window > MAX_WINDOW) throw new BadRequest(`window ${window} is over the limit of ${MAX_WINDOW}`);
-  const operator = operatorOf(req.operator);
-  const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, 'filter');
-
-  let textQuery: string | undefined;
-  let textField: string | undefined;
-  if (req.text_query !== undefined) {
-    textField = ftsColumn(table, req.text_field, 'text_field');
-    if (hasTokens(req.text_query)) textQuery = req.text_query;
-  }
-  let vector: { field: string; query: number[]; metric: Metric } | undefined;
-  if (req.vector_query !== undefined) {
-    const name = req.vector_field;
-    if (name === undefined) throw new BadRequest('vector_field is required with vector_query');
-    const declared = table.indexes.vector.find((v) => v.column === name);
-    const field = table.schema.fields.find((f) => f.name === name);
-    if (field === undefined) throw new BadRequest(`vector_field: no column named "${name}"`);
-    if (declared === undefined) throw new BadRequest(`vector_field: column "${name}" has no vector index`);
-    const dim = vectorWidth(field.type) ?? declared.dim;
-    if (req.vector_query.length !== dim) {
-      throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);
-    }
-    // 1 − cos(a, 0) has no value: Lance would drop every row, answering an empty page as if nothing matched.
-    if (declared.metric === 'cosine' && req.vector_query.every((x) => x === 0)) {
-      throw new BadRequest(`vector_query is all zeros: its cosine distance to any row of "${name}" is undefined`);
-    }
-    vector = { field: name, query: req.vector_query, metric: declared.metric };
-  }
-  if (textQuery === undefined && vector === undefined) {
-    throw new BadRequest('nothing to search: send a text_query with at least one token, or a vector_query');
-  }
+  const { fields, offset, window, operator, filter, textQuery, textField, vector } = planHybrid(table, req);
   if (req.k === 0) return rowsByKeys(table, [], fields, []);
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window.

@@ -34,7 +34,7 @@ export const hasTokens = (query: string) => /[\p{L}\p{N}]/u.test(query);
 
 export const quoteName = (name: string) => `\`${name.replaceAll('`', '``')}\``;
 
-export function projectionOf(table: TableHandle, projection: readonly string[] | undefined): Field[] {
+export function projectionOf(table: Pick<TableHandle, 'schema'>, projection: readonly string[] | undefined): Field[] {
   if (projection === undefined) return table.schema.fields;
   const byName = new Map(table.schema.fields.map((f) => [f.name, f] as const));
   const seen = new Set<string>();
@@ -47,7 +47,11 @@ export function projectionOf(table: TableHandle, projection: readonly string[] |
   });
 }
 
-export function ftsColumn(table: TableHandle, field: string | undefined, what: string): string {
+export function ftsColumn(
+  table: Pick<TableHandle, 'schema' | 'indexes'>,
+  field: string | undefined,
+  what: string,
+): string {
   if (field === undefined) throw new BadRequest(`${what} is required`);
   if (!table.schema.fields.some((f) => f.name === field)) throw new BadRequest(`${what}: no column named "${field}"`);
   if (!table.indexes.fts.some((f) => f.column === field)) {

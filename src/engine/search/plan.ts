@@ -1,0 +1,68 @@
+import type { Operator } from '@lancedb/lancedb';
+import type { Field } from 'apache-arrow';
+import { BadRequest } from '../../errors.js';
+import { checkPredicate } from '../predicate.js';
+import { type Metric, vectorWidth } from '../tables/schema.js';
+import type { TableHandle } from '../tables/tables.js';
+import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
+
+const MAX_WINDOW = 10_000;
+
+/** What a hybrid search will do, decided from the request and the table's schema and index declarations alone. */
+export interface HybridPlan {
+  fields: Field[];
+  offset: number;
+  /** Candidates each leg ranks. */
+  window: number;
+  operator: Operator;
+  filter: string | undefined;
+  /** The text leg's query and column; the query is undefined when it holds no token (the leg does not run). */
+  textQuery: string | undefined;
+  textField: string | undefined;
+  /** The vector leg's column, query and metric, when it runs. */
+  vector: { field: string; query: number[]; metric: Metric } | undefined;
+}
+
+/**
+ * Plans a hybrid search (docs/api.md): the projection, the page and window, which legs run and on what. Every
+ * refusal a request earns from the table's declarations is decided here, before Lance is asked anything. Pure:
+ * it reads only the table's schema and index declarations.
+ */
+export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: HybridRequest): HybridPlan {
+  const fields = projectionOf(table, req.projection);
+  const offset = req.offset ?? 0;
+  const window = req.window ?? Math.max(100, 2 * (offset + req.k));
+  if (window < offset + req.k) throw new BadRequest(`window ${window} must be at least offset + k = ${offset + req.k}`);
+  if (window > MAX_WINDOW) throw new BadRequest(`window ${window} is over the limit of ${MAX_WINDOW}`);
+  const operator = operatorOf(req.operator);
+  const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, 'filter');
+
+  let textQuery: string | undefined;
+  let textField: string | undefined;
+  if (req.text_query !== undefined) {
+    textField = ftsColumn(table, req.text_field, 'text_field');
+    if (hasTokens(req.text_query)) textQuery = req.text_query;
+  }
+  let vector: { field: string; query: number[]; metric: Metric } | undefined;
+  if (req.vector_query !== undefined) {
+    const name = req.vector_field;
+    if (name === undefined) throw new BadRequest('vector_field is required with vector_query');
+    const declared = table.indexes.vector.find((v) => v.column === name);
+    const field = table.schema.fields.find((f) => f.name === name);
+    if (field === undefined) throw new BadRequest(`vector_field: no column named "${name}"`);
+    if (declared === undefined) throw new BadRequest(`vector_field: column "${name}" has no vector index`);
+    const dim = vectorWidth(field.type) ?? declared.dim;
+    if (req.vector_query.length !== dim) {
+      throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);
+    }
+    // 1 − cos(a, 0) has no value: Lance would drop every row, answering an empty page as if nothing matched.
+    if (declared.metric === 'cosine' && req.vector_query.every((x) => x === 0)) {
+      throw new BadRequest(`vector_query is all zeros: its cosine distance to any row of "${name}" is undefined`);
+    }
+    vector = { field: name, query: req.vector_query, metric: declared.metric };
+  }
+  if (textQuery === undefined && vector === undefined) {
+    throw new BadRequest('nothing to search: send a text_query with at least one token, or a vector_query');
+  }
+  return { fields, offset, window, operator, filter, textQuery, textField, vector };
+}
