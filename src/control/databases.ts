@@ -45,8 +45,10 @@ export class Databases {
     return account.externalId;
   }
 
-  async register(accountId: string, body: RegisterDatabaseBody): Promise<DatabaseRecord> {
-    const binding = await bindingFrom(body.storage, this.storage.policy, await this.externalId(accountId));
+  /** Registers a database; answers it with the account's external id, which its binding was made with. */
+  async register(accountId: string, body: RegisterDatabaseBody): Promise<{ db: DatabaseRecord; externalId: string }> {
+    const externalId = await this.externalId(accountId);
+    const binding = await bindingFrom(body.storage, this.storage.policy, externalId);
     const db: DatabaseRecord = {
       id: `db_${randomUUID()}`,
       accountId,
@@ -57,7 +59,7 @@ export class Databases {
       lastError: null,
     };
     await this.store.insertDatabase(db, this.maxPerAccount);
-    return db;
+    return { db, externalId };
   }
 
   async list(accountId: string): Promise<DatabaseRecord[]> {

@@ -1,6 +1,6 @@
-import { isIPv6 } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
+import ipaddr from 'ipaddr.js';
 import { authenticate } from '../control/keys.js';
 import { ApiError, Unauthorized } from '../errors.js';
 
@@ -78,17 +78,11 @@ export class AuthFailures {
 
 /** The client an address counts as: itself for IPv4, its /64 for IPv6. */
 function clientOf(address: string): string {
-  if (!isIPv6(address)) return address;
-  const v4 = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (v4 !== undefined) return v4;
-  const [head = '', tail] = address.split('::');
-  const left = head === '' ? [] : head.split(':');
-  const right = tail === undefined || tail === '' ? [] : tail.split(':');
-  const groups = tail === undefined ? left : [...left, ...Array(8 - left.length - right.length).fill('0'), ...right];
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.toLowerCase().replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
+  if (!ipaddr.isValid(address)) return address;
+  // process() turns an IPv4-mapped IPv6 address into the IPv4 address it carries.
+  const ip = ipaddr.process(address);
+  if (ip.kind() === 'ipv4') return ip.toString();
+  return `${ip.toNormalizedString().split(':').slice(0, 4).join(':')}::/64`;
 }
 
 /**

@@ -32,10 +32,10 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   // An answer to HEAD has no body (RFC 9110 §9.3.2); the parser keeps what it read of the request.
   const raw = (err as { rawPacket?: unknown }).rawPacket;
   const head = Buffer.isBuffer(raw) && raw.subarray(0, 5).toString('latin1') === 'HEAD ';
-  const body = head ? '' : JSON.stringify(errorBody(error, code));
+  const text = JSON.stringify(errorBody(error, code));
   if (socket.writable) {
     socket.write(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(JSON.stringify(errorBody(error, code)))}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${body}`,
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nX-Request-Id: ${randomUUID()}\r\nConnection: close\r\n\r\n${head ? '' : text}`,
     );
   }
   socket.destroy();

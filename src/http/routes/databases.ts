@@ -26,8 +26,8 @@ export const databaseRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (req, reply) => {
-      const db = await databases.register(req.accountId, req.body);
-      return reply.status(201).send(summary(db, await databases.externalId(req.accountId)));
+      const { db, externalId } = await databases.register(req.accountId, req.body);
+      return reply.status(201).send(summary(db, externalId));
     },
   );
 
