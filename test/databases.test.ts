@@ -1,24 +1,10 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import {
-  activeLocalDatabase,
-  type Client,
-  eventually,
-  startStrata,
-  stateOf,
-  type TestServer,
-} from './support/server.js';
+import { describe, expect, test } from 'vitest';
+import { activeLocalDatabase, eventually, serveFile, startStrata, stateOf } from './support/server.js';
 
-let strata: TestServer;
-let api: Client;
-
-beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-});
-afterAll(() => strata?.close());
+const { strata, api } = serveFile();
 
 const local = (name: string, storage: Record<string, unknown> = {}) =>
   api.post('/v1/databases', { name, storage: { provider: 'local', bucket: name, ...storage } });

@@ -14,19 +14,15 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { admit } from '../src/engine/workers/gate.js';
 import { DurableFolder } from '../src/storage/durable.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { activeLocalDatabase, serveFile } from './support/server.js';
 import { openDataset, tablesOf } from './support/tables.js';
 
 const dirs: string[] = [];
-let strata: TestServer;
-let api: Client;
-beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-});
+const { strata, api } = serveFile();
+
+beforeAll(async () => {});
 afterAll(async () => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-  await strata?.close();
 });
 
 describe('a durable folder', () => {

@@ -1,19 +1,12 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { addressRefusal, endpointRefusal } from '../src/storage/endpoint.js';
-import { type Client, startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 
 /** Every binding names a role: the server's own identity is not lent to accounts (tested in s3.test.ts). */
 const ROLE = 'arn:aws:iam::123456789012:role/strata';
 
-let strata: TestServer;
-let api: Client;
-
-beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-});
-afterAll(() => strata?.close());
+const { api } = serveFile();
 
 describe('storage endpoints never point the server at its own network', () => {
   test.each([

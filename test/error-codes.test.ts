@@ -1,14 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import { ERROR_CODES } from '../src/errors.js';
-import { startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 
-let strata: TestServer;
+const { strata } = serveFile();
 
-beforeAll(async () => {
-  strata = await startStrata();
-});
-afterAll(() => strata?.close());
+beforeAll(async () => {});
 
 const codes = Object.keys(ERROR_CODES).sort();
 

@@ -1,20 +1,17 @@
 import { connect as tcp } from 'node:net';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { AuthFailures } from '../src/http/auth.js';
 import { capturedLogs, rememberSecret } from './support/logs.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { activeLocalDatabase, serveFile, startStrata } from './support/server.js';
 import { ARROW, ipcOf, tablesOf } from './support/tables.js';
 
-let strata: TestServer;
-let api: Client;
+const { strata, api } = serveFile(
+  { STRATA_BODY_IDLE_MS: '300', STRATA_MAX_RESULT_BYTES: '65536' },
+  { database: 'hard' },
+);
 
-beforeAll(async () => {
-  strata = await startStrata({ STRATA_BODY_IDLE_MS: '300', STRATA_MAX_RESULT_BYTES: '65536' });
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'hard');
-});
-afterAll(() => strata?.close());
+beforeAll(async () => {});
 
 /** Sends `text` on a raw connection and resolves with everything the server wrote before it closed or went quiet. */
 function rawRequest(url: string, text: string, quietMs = 500): Promise<string> {

@@ -1,14 +1,7 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { type Client, startStrata, type TestServer } from './support/server.js';
+import { describe, expect, test } from 'vitest';
+import { serveFile, startStrata } from './support/server.js';
 
-let strata: TestServer;
-let api: Client;
-
-beforeAll(async () => {
-  strata = await startStrata({ STRATA_MAX_BODY_BYTES: '2048' });
-  api = await strata.as('acme');
-});
-afterAll(() => strata?.close());
+const { strata, api } = serveFile({ STRATA_MAX_BODY_BYTES: '2048' });
 
 describe('authentication', () => {
   test.each([

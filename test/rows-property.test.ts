@@ -1,21 +1,15 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 import { ARROW, readTable, tablesOf } from './support/tables.js';
 
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
 let tableNo = 0;
 
-beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'prop');
-  db = tablesOf(api, 'prop');
-});
-afterAll(() => strata?.close());
+const { strata, api } = serveFile({}, { database: 'prop' });
+const db = tablesOf(api, 'prop');
+
+beforeAll(async () => {});
 
 type Gen = fc.Arbitrary<unknown>;
 interface ColumnKind {

@@ -1,18 +1,13 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 import { ARROW, ipcOf, readTable, tablesOf } from './support/tables.js';
 import { ALL_TYPES, FULL_ROW, NULL_ROW } from './support/types.js';
 
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
+const { strata, api } = serveFile({ STRATA_MAX_BODY_BYTES: String(64 * 1024) }, { database: 'rows' });
+const db = tablesOf(api, 'rows');
 
 beforeAll(async () => {
-  strata = await startStrata({ STRATA_MAX_BODY_BYTES: String(64 * 1024) });
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'rows');
-  db = tablesOf(api, 'rows');
   await db.create({ table_name: 'all', schema: ALL_TYPES });
   await db.create({
     table_name: 'items',
@@ -23,7 +18,6 @@ beforeAll(async () => {
     ],
   });
 });
-afterAll(() => strata?.close());
 
 describe('append', () => {
   test('every type round-trips through JSON, in the reply and in the bucket', async () => {

@@ -90,9 +90,6 @@ describe('planning a hybrid search (no engine involved)', () => {
       'vector_query has 2 numbers; column "emb" has dim 3',
     );
     expect(refusal({ vector_field: 'emb', vector_query: [0, 0, 0], k: 1 })).toMatch(/all zeros/);
-    expect(refusal({ vector_field: 'emb', vector_query: [1, 0, 0], k: 1, operator: 'xor' })).toMatch(
-      /operator must be/,
-    );
     expect(refusal({ vector_field: 'emb', vector_query: [1, 0, 0], k: 1, projection: ['id', 'id'] })).toMatch(
       /listed twice/,
     );

@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { beforeAll, describe, expect, test } from 'vitest';
+import { serveFile } from './support/server.js';
 import { openDataset, type Row, tablesOf } from './support/tables.js';
-
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
 
 interface Hit extends Row {
   _score: number;
@@ -50,11 +46,10 @@ const DOCS = Array.from({ length: 40 }, (_, i) => {
   return { id: i, body, kind: i % 2 === 0 ? 'even' : 'odd', emb: [Math.cos(angle), Math.sin(angle), (i % 7) / 7] };
 });
 
+const { strata, api } = serveFile({}, { database: 's' });
+const db = tablesOf(api, 's');
+
 beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 's');
-  db = tablesOf(api, 's');
   const schema = [
     { name: 'id', type: 'i64', nullable: false },
     { name: 'body', type: 'utf8' },
@@ -76,7 +71,6 @@ beforeAll(async () => {
   }
   await db.append('docs', DOCS);
 });
-afterAll(() => strata?.close());
 
 const dot = (a: number[], b: number[]) => a.reduce((s, x, i) => s + x * (b[i] ?? 0), 0);
 const DISTANCES: Record<string, (a: number[], b: number[]) => number> = {

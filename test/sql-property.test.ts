@@ -1,7 +1,7 @@
 import { DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 import { type Row, tablesOf } from './support/tables.js';
 
 /**
@@ -10,19 +10,15 @@ import { type Row, tablesOf } from './support/tables.js';
  * encoding of the service are all on trial, the engine is not.
  */
 
-let strata: TestServer;
-let api: Client;
 let reference: DuckDBInstance;
 
+const { api } = serveFile({}, { account: 'prop', database: 'p' });
+
 beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('prop');
-  await activeLocalDatabase(api, 'p');
   reference = await DuckDBInstance.create(':memory:');
 });
 afterAll(async () => {
   reference?.closeSync();
-  await strata?.close();
 });
 
 type Kind = 'i64' | 'i32' | 'f64' | 'utf8' | 'bool' | 'date32' | 'list_i32';

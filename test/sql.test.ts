@@ -1,13 +1,9 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { activeLocalDatabase, serveFile } from './support/server.js';
 import { ARROW, ipcOf, type Row, tablesOf } from './support/tables.js';
 import { ALL_TYPES, FULL_ROW, NULL_ROW } from './support/types.js';
-
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
 
 const sqlOn = (database: string) => async (query: string) =>
   api.request<{ data: Row[]; error?: string; code?: string }>(
@@ -39,15 +35,17 @@ const TEAMS = [
   { team: 'hr', floor: 2 },
 ];
 
-beforeAll(async () => {
-  strata = await startStrata({
+const { strata, api } = serveFile(
+  {
     STRATA_SQL_MAX_ROWS: '5000',
     STRATA_SQL_TIMEOUT_MS: '1500',
     STRATA_UPKEEP_INTERVAL_MS: '50',
-  });
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'q');
-  db = tablesOf(api, 'q');
+  },
+  { database: 'q' },
+);
+const db = tablesOf(api, 'q');
+
+beforeAll(async () => {
   await db.create({
     table_name: 'people',
     schema: [
@@ -68,7 +66,6 @@ beforeAll(async () => {
   await db.append('people', PEOPLE);
   await db.append('teams', TEAMS);
 });
-afterAll(() => strata?.close());
 
 describe('query_sql reads the database tables', () => {
   test('selects rows, and never shows the row key', async () => {

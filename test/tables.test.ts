@@ -1,22 +1,13 @@
 import { existsSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { schemaOnlyStream } from '../src/arrow/ipc.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import { serveFile } from './support/server.js';
 import { readTable, tablesOf } from './support/tables.js';
 import { NESTED_SCHEMA, SCALAR_SPELLINGS } from './support/types.js';
 
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
-
-beforeAll(async () => {
-  strata = await startStrata();
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'shop');
-  db = tablesOf(api, 'shop');
-});
-afterAll(() => strata?.close());
+const { strata, api } = serveFile({}, { database: 'shop' });
+const db = tablesOf(api, 'shop');
 
 const b64 = (schema: InstanceType<typeof arrow.Schema>) => Buffer.from(schemaOnlyStream(schema)).toString('base64');
 

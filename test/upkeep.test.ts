@@ -1,18 +1,21 @@
 import { readdirSync, rmSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
 import { warmIndexes } from '../src/engine/indexes.js';
 import { UPKEEP_NICENESS, type UpkeepProcess } from '../src/engine/upkeep/process.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { capturedLogs } from './support/logs.js';
-import { activeLocalDatabase, type Client, eventually, startStrata, type TestServer } from './support/server.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  eventually,
+  serveFile,
+  startStrata,
+  type TestServer,
+} from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
-
-let strata: TestServer;
-let api: Client;
-let db: ReturnType<typeof tablesOf>;
 
 const DIM = 8;
 const ROWS = 1200;
@@ -23,11 +26,10 @@ const UPKEEP_ENV = { STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_ANN_MIN_ROWS: '100
 const rand = rng(99);
 const vectors = Array.from({ length: ROWS }, () => Array.from({ length: DIM }, () => Math.fround(rand() * 2 - 1)));
 
+const { strata, api } = serveFile(UPKEEP_ENV, { database: 'u' });
+const db = tablesOf(api, 'u');
+
 beforeAll(async () => {
-  strata = await startStrata(UPKEEP_ENV);
-  api = await strata.as('acme');
-  await activeLocalDatabase(api, 'u');
-  db = tablesOf(api, 'u');
   await db.create({
     table_name: 'items',
     schema: [
@@ -44,7 +46,6 @@ beforeAll(async () => {
     await db.append('items', rows);
   }
 });
-afterAll(() => strata?.close());
 
 const search = (body: Record<string, unknown>) =>
   api.request<{ data: (Row & { _distance: number })[] }>(

@@ -10,6 +10,10 @@ export const S3_BUCKET_PATTERN = '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$';
 
 export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 128 });
 
+/** How the tokens of a full-text query combine: "or" (the default) or "and", in any case. */
+const OPERATOR_PATTERN = '^(?:[oO][rR]|[aA][nN][dD])$';
+export const TextOperator = Type.String({ pattern: OPERATOR_PATTERN });
+
 export const ErrorBody = Type.Object(
   {
     error: Type.String({ description: 'One clear sentence naming what was wrong; the wording may change' }),
@@ -33,6 +37,7 @@ export function errorReplies<S extends number>(...statuses: S[]): Record<400 | 4
 /** Human wording for the patterns the contract uses, so a 400 explains the rule instead of a regex. */
 export const PATTERN_RULES: Readonly<Record<string, string>> = {
   [NAME_PATTERN]: NAME_RULE,
+  [OPERATOR_PATTERN]: '"or" or "and", in any case',
   [S3_BUCKET_PATTERN]: 'an S3 bucket name: 3–63 characters of a-z 0-9 . -, starting and ending with a letter or digit',
 };
 

@@ -1,5 +1,5 @@
 import Type from 'typebox';
-import { Name } from './common.js';
+import { Name, TextOperator } from './common.js';
 
 export const HybridSearchBody = Type.Object(
   {
@@ -10,7 +10,7 @@ export const HybridSearchBody = Type.Object(
     vector_query: Type.Optional(Type.Array(Type.Number(), { minItems: 1, maxItems: 4096 })),
     k: Type.Integer({ minimum: 0, maximum: 10_000 }),
     projection: Type.Optional(Type.Array(Type.String())),
-    operator: Type.Optional(Type.String()),
+    operator: Type.Optional(TextOperator),
     filter: Type.Optional(Type.String()),
     rrf_k: Type.Optional(Type.Number({ minimum: 1 })),
     offset: Type.Optional(Type.Integer({ minimum: 0 })),
@@ -22,7 +22,7 @@ export const HybridSearchBody = Type.Object(
 );
 
 export const CountBody = Type.Object(
-  { table_name: Name, field_name: Type.String(), query: Type.String(), operator: Type.Optional(Type.String()) },
+  { table_name: Name, field_name: Type.String(), query: Type.String(), operator: Type.Optional(TextOperator) },
   { additionalProperties: false },
 );
 
@@ -33,7 +33,7 @@ export const TokenMatchBody = Type.Object(
     table_name: Name,
     field_name: Type.String(),
     query: Type.String(),
-    operator: Type.Optional(Type.String()),
+    operator: Type.Optional(TextOperator),
     projection: Type.Optional(Type.Array(Type.String())),
     limit: Type.Optional(Type.Integer({ minimum: 0 })),
   },

@@ -1,8 +1,13 @@
 import type { Query, QueryExecutionOptions } from '@lancedb/lancedb';
-import type { RecordBatch } from 'apache-arrow';
+import type { RecordBatch, Table } from 'apache-arrow';
+import { Conflict } from '../errors.js';
 import { ROW_KEY } from './tables/schema.js';
 
-// The service's face on Lance's reads and errors: how reads run, and what Lance's error messages mean.
+// The service's one face on Lance: the only module that imports it (the linter holds every other to that),
+// how reads run, and what Lance's error messages mean.
+
+export type { Connection, IndexConfig, Table as LanceTable, VectorQuery } from '@lancedb/lancedb';
+export { connect, Index, MatchQuery, Operator } from '@lancedb/lancedb';
 
 /**
  * How the service's Lance reads run (all but a SQL load's: `LOAD_BATCH_ROWS`). Lance scans in batches of up to this
@@ -20,6 +25,14 @@ export const READ_OPTIONS: Partial<QueryExecutionOptions> = { maxBatchLength: 16
  * 384-d took 5.3–5.5 s at 4,096, against 6.3–7.4 s at 1,024, 5.8–6.1 s at 2,048 and 6.0–6.6 s at 8,192.
  */
 export const LOAD_BATCH_ROWS = 4096;
+
+/** A limit that reads every row a query matches: a search query otherwise stops at Lance's default limit. */
+export const ALL_ROWS = 1_000_000_000;
+
+/** A query's whole result, read with the service's options. */
+export function readAll(query: { toArrow(options?: Partial<QueryExecutionOptions>): Promise<Table> }): Promise<Table> {
+  return query.toArrow(READ_OPTIONS);
+}
 
 /**
  * A query's batches as they come, at most `maxBatchLength` rows each. This is what `for await` over a query runs,
@@ -53,3 +66,21 @@ export const isMissingDataset = (err: unknown): boolean => /not found|does not e
 
 /** Whether Lance refused a commit because another landed first; the commit may be tried again. */
 export const isCommitConflict = (err: unknown): boolean => /Retryable commit conflict/i.test(String(err));
+
+/**
+ * Runs a commit of a user's write. Lance retries what it can rebase itself (appends); a commit it gave up on
+ * because another writer (upkeep, or another node) rewrote the same rows first changed nothing, and the client
+ * may send it again: 409 with Retry-After, never a 500.
+ */
+export async function committing<T>(commit: () => Promise<T>): Promise<T> {
+  try {
+    return await commit();
+  } catch (err) {
+    if (!isCommitConflict(err)) throw err;
+    throw new Conflict(
+      'another write to the table committed first and this one was not applied; send it again',
+      1,
+      'write_conflict',
+    );
+  }
+}

@@ -1,6 +1,6 @@
-import type { Table as LanceTable } from '@lancedb/lancedb';
 import type { RecordBatch, Schema } from 'apache-arrow';
-import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/database.js';
+import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/source.js';
+import type { LanceTable } from './lance.js';
 import { LOAD_BATCH_ROWS, streamOf } from './lance.js';
 import type { TableRecord } from './tables/catalog.js';
 import { ROW_KEY, schemaFromIpc } from './tables/schema.js';

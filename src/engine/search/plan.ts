@@ -1,12 +1,19 @@
-import type { Operator } from '@lancedb/lancedb';
 import type { Field } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
+import type { Operator } from '../lance.js';
 import { checkPredicate } from '../predicate.js';
 import { type Metric, vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
 
 const MAX_WINDOW = 10_000;
+
+/** The vector leg's column, query and metric. */
+export interface VectorLegPlan {
+  field: string;
+  query: number[];
+  metric: Metric;
+}
 
 /** What a hybrid search will do, decided from the request and the table's schema and index declarations alone. */
 export interface HybridPlan {
@@ -20,7 +27,7 @@ export interface HybridPlan {
   textQuery: string | undefined;
   textField: string | undefined;
   /** The vector leg's column, query and metric, when it runs. */
-  vector: { field: string; query: number[]; metric: Metric } | undefined;
+  vector: VectorLegPlan | undefined;
 }
 
 /**
@@ -43,7 +50,7 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
     textField = ftsColumn(table, req.text_field, 'text_field');
     if (hasTokens(req.text_query)) textQuery = req.text_query;
   }
-  let vector: { field: string; query: number[]; metric: Metric } | undefined;
+  let vector: VectorLegPlan | undefined;
   if (req.vector_query !== undefined) {
     const name = req.vector_field;
     if (name === undefined) throw new BadRequest('vector_field is required with vector_query');

@@ -1,8 +1,8 @@
-import { Operator } from '@lancedb/lancedb';
 import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { ExactMatchBody, HybridSearchBody, TokenMatchBody } from '../../contract/search.js';
 import { BadRequest } from '../../errors.js';
+import { Operator } from '../lance.js';
 import type { TableHandle } from '../tables/tables.js';
 
 // What a search or match asks, and the checks of it that need the table: projection, operator, FTS column.
@@ -19,11 +19,9 @@ export interface RowsResult {
   rows: RecordBatch[];
 }
 
-export function operatorOf(raw: string | undefined): Operator {
-  const op = (raw ?? 'or').toLowerCase();
-  if (op !== 'or' && op !== 'and') throw new BadRequest(`operator must be "or" or "and", got "${raw}"`);
-  return op === 'and' ? Operator.And : Operator.Or;
-}
+/** Lance's operator for the contract's (which allows only "or" and "and", in any case). */
+export const operatorOf = (raw: string | undefined): Operator =>
+  raw?.toLowerCase() === 'and' ? Operator.And : Operator.Or;
 
 /**
  * Whether a query can have tokens under both analyzers (they split on what is not a letter or digit). Decided

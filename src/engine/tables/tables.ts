@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { type Connection, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import type { Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
@@ -9,7 +8,7 @@ import { DurableFolder } from '../../storage/durable.js';
 import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
 import type { LanceLocation } from '../../storage/lance.js';
 import { annColumns, ftsIndex, warmIndexes } from '../indexes.js';
-import { isMissingDataset } from '../lance.js';
+import { type Connection, Index, isMissingDataset, type LanceTable } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { RowKeys } from '../writes/row-keys.js';
 import type { CatalogStore, TableRecord } from './catalog.js';

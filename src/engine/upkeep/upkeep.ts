@@ -1,5 +1,5 @@
-import type { IndexConfig } from '@lancedb/lancedb';
 import { annColumns, annIndex, isAnn, warmIndexes } from '../indexes.js';
+import type { IndexConfig } from '../lance.js';
 import { isCommitConflict } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { ROW_KEY, type VectorIndex } from '../tables/schema.js';

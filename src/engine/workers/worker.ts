@@ -1,10 +1,10 @@
-import { connect } from '@lancedb/lancedb';
 import { ApiError, NotFound } from '../../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../../sql/database.js';
 import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
+import { connect } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
 import { countMatches, exactMatch, tokenMatch } from '../search/match.js';

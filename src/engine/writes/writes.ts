@@ -1,7 +1,7 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
-import { READ_OPTIONS } from '../lance.js';
+import { committing, readAll } from '../lance.js';
 import { checkPredicate, readingPredicate } from '../predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
@@ -38,15 +38,15 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
-/** Runs one commit of a write, telling the table's change record what kind of version it made. */
-async function committing<T extends { version: number }>(
+/** Runs one commit of a write through the Lance face, telling the table's change record what kind of version it made. */
+async function recording<T extends { version: number }>(
   table: TableHandle,
   kind: ChangeKind,
   commit: () => Promise<T>,
 ): Promise<T> {
   const done = table.changes.beginWrite();
   try {
-    const result = await commit();
+    const result = await committing(commit);
     done({ version: result.version, kind });
     return result;
   } finally {
@@ -73,7 +73,7 @@ export async function append(catalog: CatalogStore, table: TableHandle, parsed: 
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await committing(table, 'append', () =>
+    const result = await recording(table, 'append', () =>
       table.lance.add(new arrow.Table(withRowKeys(table, rows, keys))),
     );
     return { rows, stream, schema: table.schema, version: result.version };
@@ -82,7 +82,7 @@ export async function append(catalog: CatalogStore, table: TableHandle, parsed: 
 
 /** The row keys `predicate` matches, in row order. */
 async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  return rowKeysOf(await table.lance.query().where(predicate).select([ROW_KEY]).toArrow(READ_OPTIONS)).sort();
+  return rowKeysOf(await readAll(table.lance.query().where(predicate).select([ROW_KEY]))).sort();
 }
 
 /**
@@ -118,7 +118,7 @@ export async function replace(
         n_not_found: 0,
       };
     }
-    const merged = await committing(table, 'rewrite', () =>
+    const merged = await recording(table, 'rewrite', () =>
       table.lance
         .mergeInsert(ROW_KEY)
         .whenMatchedUpdateAll()
@@ -146,7 +146,7 @@ export async function remove(
   return durably(table, async () => {
     const matched = await readingPredicate(() => table.lance.countRows(checked));
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
-    const deleted = await committing(table, 'rewrite', () => table.lance.delete(checked));
+    const deleted = await recording(table, 'rewrite', () => table.lance.delete(checked));
     const tombstoned = Math.min(matched, deleted.numDeletedRows);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });

@@ -1,0 +1,202 @@
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { Field, RecordBatch } from 'apache-arrow';
+import { ROW_GROUP_ROWS, RowGroupFeed } from './feed.js';
+import type { KeyedBatch, SqlSource, SqlTable } from './source.js';
+import { deferred } from './statement-tables.js';
+import { duckdbType, quoteIdent } from './types.js';
+
+/** What the DuckDB copy of one table holds. */
+interface Loaded {
+  table: SqlTable;
+  /** The Lance version the copy holds; -1 while it is an empty placeholder. */
+  version: number;
+  maxKey: bigint | undefined;
+  /** Whether the copy holds the table's deferred columns too; once it does, it always will. */
+  whole: boolean;
+}
+
+/** The columns a copy holds: all of them when whole, else all but the deferred ones. */
+const copiedFields = (table: SqlTable, whole: boolean): Field[] =>
+  (table.schema.fields as Field[]).filter((f) => whole || !deferred(f));
+
+/**
+ * The DuckDB copies of one database's tables, kept by the loader connection: every table exists from the
+ * start, empty until a statement first names it, so SHOW TABLES and DESCRIBE see them all. A table is brought
+ * to its latest Lance version before a statement reads it: an append loads only the new rows, anything else
+ * reloads the table into a fresh copy swapped in with one transaction, so queries already running keep the
+ * snapshot they started with. Callers run one method at a time.
+ */
+export class TableCopies {
+  private readonly loaded = new Map<string, Loaded>();
+  private readonly feed: RowGroupFeed;
+  /** Rows read from Lance per insert: whole row groups for every DuckDB thread. */
+  private readonly segmentRows: number;
+  private stopped = false;
+
+  constructor(
+    private readonly loader: DuckDBConnection,
+    private readonly source: SqlSource,
+    threads: number,
+  ) {
+    this.feed = RowGroupFeed.register(loader, threads);
+    this.segmentRows = threads * ROW_GROUP_ROWS;
+  }
+
+  /** Whether a table's copy holds its deferred columns; undefined when it has no copy. */
+  holdsWhole(id: string): boolean | undefined {
+    return this.loaded.get(id)?.whole;
+  }
+
+  /** Makes DuckDB's tables those of the catalog: dropped tables go, new ones appear empty. */
+  async syncCatalog(): Promise<SqlTable[]> {
+    const tables = await this.source.tables();
+    const ids = new Set(tables.map((t) => t.id));
+    for (const [id, entry] of this.loaded) {
+      if (ids.has(id)) continue;
+      await this.loader.run(`DROP TABLE IF EXISTS ${quoteIdent(entry.table.name)}`);
+      this.loaded.delete(id);
+    }
+    for (const table of tables) {
+      if (this.loaded.has(table.id)) continue;
+      await this.loader.run(`CREATE TABLE ${quoteIdent(table.name)} (${columnsDdl(table.schema.fields)})`);
+      this.loaded.set(table.id, { table, version: -1, maxKey: undefined, whole: false });
+    }
+    return tables;
+  }
+
+  /** Brings each table to its latest version, those in `whole` with their deferred columns. */
+  async refresh(tables: readonly SqlTable[], whole: ReadonlySet<string>): Promise<void> {
+    for (const table of tables) {
+      try {
+        await this.bringUp(table, whole.has(table.id));
+      } catch (err) {
+        // Dropped while it loaded: it goes from DuckDB too, and the statement fails as after the drop (400).
+        const now = await this.syncCatalog();
+        if (now.some((t) => t.id === table.id)) throw err;
+      }
+    }
+  }
+
+  /** Starts no more loads; a load under way finishes. */
+  stop(): void {
+    this.stopped = true;
+  }
+
+  /** Lets go of the loader connection and of what the source holds open; after the last load finished. */
+  close(): void {
+    this.loader.closeSync();
+    this.source.close();
+  }
+
+  /**
+   * Brings one table's copy to the table's latest version, loading only what changed; with its deferred
+   * columns when `needWhole` (a copy without them is then loaded again whole).
+   */
+  private async bringUp(table: SqlTable, needWhole: boolean): Promise<void> {
+    const entry = this.loaded.get(table.id);
+    if (entry === undefined || this.stopped) return;
+    const whole = entry.whole || needWhole;
+    // The copy is of exactly this version: appends between versions load by row key, the rest reload.
+    const version = await this.source.version(table);
+    if (version === entry.version && whole === entry.whole) return;
+    const difference =
+      entry.version < 0 || whole !== entry.whole ? 'rewrite' : await this.source.changed(table, entry.version, version);
+    const fields = copiedFields(table, whole);
+    if (difference === 'append') {
+      await this.loader.run('BEGIN TRANSACTION');
+      try {
+        entry.maxKey = await this.copyRows(table, version, table.name, entry.maxKey, fields);
+        await this.loader.run('COMMIT');
+      } catch (err) {
+        await this.loader.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    } else if (difference === 'rewrite') {
+      entry.maxKey = await this.reload(table, version, fields);
+    }
+    entry.version = version;
+    entry.whole = whole;
+  }
+
+  /** Loads `fields` of a table into a fresh copy and swaps it in under the table's name in one transaction. */
+  private async reload(table: SqlTable, version: number, fields: readonly Field[]): Promise<bigint | undefined> {
+    const stagingName = `__strata_loading_${table.id}`;
+    const staging = quoteIdent(stagingName);
+    await this.loader.run(`DROP TABLE IF EXISTS ${staging}`);
+    await this.loader.run(`CREATE TABLE ${staging} (${columnsDdl(fields)})`);
+    try {
+      const maxKey = await this.copyRows(table, version, stagingName, undefined, fields);
+      await this.loader.run('BEGIN TRANSACTION');
+      await this.loader.run(`DROP TABLE ${quoteIdent(table.name)}`);
+      await this.loader.run(`ALTER TABLE ${staging} RENAME TO ${quoteIdent(table.name)}`);
+      await this.loader.run('COMMIT');
+      return maxKey;
+    } catch (err) {
+      await this.loader.run('ROLLBACK').catch(() => undefined);
+      await this.loader.run(`DROP TABLE IF EXISTS ${staging}`).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /**
+   * Appends the table's rows after `afterKey` to a DuckDB table; returns the largest key seen. Rows go in a
+   * segment at a time, and the next segment is read from Lance while one is inserted: 160k rows/s against
+   * 150k one after the other (1M rows × 384-d, four runs each). An earlier measurement that found reading
+   * ahead slower was most likely taken while GBs of the benchmark's writes were still dirty in the page cache,
+   * when each page a process touches for the first time costs 3–4× (docs/performance.md).
+   */
+  private async copyRows(
+    table: SqlTable,
+    version: number,
+    into: string,
+    afterKey: bigint | undefined,
+    fields: readonly Field[],
+  ): Promise<bigint | undefined> {
+    let maxKey = afterKey;
+    const columns = fields.map((f) => f.name);
+    const segments = this.segments(this.source.scan(table, version, afterKey, columns), (key) => {
+      if (maxKey === undefined || key > maxKey) maxKey = key;
+    });
+    let next = segments.next();
+    try {
+      for (;;) {
+        const segment = await next;
+        if (segment.done === true) return maxKey;
+        next = segments.next();
+        // Settled by the next turn of the loop, or dropped if this insert fails.
+        next.catch(() => undefined);
+        await this.feed.insert(into, segment.value);
+      }
+    } finally {
+      await segments.return(undefined).catch(() => undefined);
+    }
+  }
+
+  /** Batches regrouped into segments of whole row groups for every DuckDB thread (the last one shorter). */
+  private async *segments(
+    batches: AsyncIterable<KeyedBatch>,
+    sawKey: (key: bigint) => void,
+  ): AsyncGenerator<RecordBatch[]> {
+    let segment: RecordBatch[] = [];
+    let rows = 0;
+    for await (const { batch, maxKey } of batches) {
+      sawKey(maxKey);
+      let rest = batch;
+      while (rows + rest.numRows >= this.segmentRows) {
+        const take = this.segmentRows - rows;
+        segment.push(rest.slice(0, take));
+        yield segment;
+        rest = rest.slice(take);
+        segment = [];
+        rows = 0;
+      }
+      if (rest.numRows > 0) segment.push(rest);
+      rows += rest.numRows;
+    }
+    if (segment.length > 0) yield segment;
+  }
+}
+
+function columnsDdl(fields: readonly Field[]): string {
+  return fields.map((f) => `${quoteIdent(f.name)} ${duckdbType(f.type)}${f.nullable ? '' : ' NOT NULL'}`).join(', ');
+}
