@@ -4,7 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     setupFiles: ['test/support/setup.ts'],
-    globalSetup: ['test/support/build.ts'],
+    globalSetup: ['test/support/build.ts', 'test/support/postgres-global.ts'],
     testTimeout: 30_000,
     // LanceDB warns on every projected query; the server sets the same at start-up (cli.ts).
     env: { LANCEDB_LOG: 'error' },

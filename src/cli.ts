@@ -26,7 +26,7 @@ async function keys(args: string[]): Promise<number> {
   const account = takeOption(args, 'account');
   const id = verb === 'revoke' && args[0] !== undefined && !args[0].startsWith('--') ? args.shift() : undefined;
   const config = loadConfig({ ...process.env, ...flagsToEnv(args) });
-  const store = openControlStore(config);
+  const store = await openControlStore(config);
   try {
     if (verb === 'create') {
       if (account === undefined || !/^[A-Za-z0-9_-]{1,128}$/.test(account)) {

@@ -34,6 +34,8 @@ export interface Config {
   limits: TenantLimits;
   /** Pause between index upkeep passes of a database (ext). */
   upkeepIntervalMs: number;
+  /** How long a node's upkeep lease on a table lasts unrenewed: how soon another node takes over from a dead one. */
+  upkeepLeaseMs: number;
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
   annMinRows: number;
   /**
@@ -98,6 +100,7 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'rate-limit-per-minute': 'STRATA_RATE_LIMIT_PER_MINUTE',
   'control-url': 'STRATA_CONTROL_URL',
   'upkeep-interval-ms': 'STRATA_UPKEEP_INTERVAL_MS',
+  'upkeep-lease-ms': 'STRATA_UPKEEP_LEASE_MS',
   'ann-min-rows': 'STRATA_ANN_MIN_ROWS',
   'version-retention-ms': 'STRATA_VERSION_RETENTION_MS',
   'log-level': 'STRATA_LOG_LEVEL',
@@ -182,6 +185,7 @@ export function loadConfig(env: Env): Config {
       maxResultBytes: integer(env, 'STRATA_MAX_RESULT_BYTES', 512 * 1024 * 1024, 1024),
     },
     upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
+    upkeepLeaseMs: integer(env, 'STRATA_UPKEEP_LEASE_MS', 30_000, 300),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),

@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   database_activating: 'The database’s workers are being placed; retry after Retry-After.',
   no_capacity: 'No worker capacity is free on this node; retry after Retry-After.',
   storage_unavailable: 'The bucket could not be reached; retry after Retry-After.',
+  control_store_unavailable: 'The control store (PostgreSQL) is not answering; retry after Retry-After.',
   sql_engine_closing: 'The database’s SQL engine closed (its database was deleted or let go); retry.',
   converter_out_of_memory: 'Converting a request’s rows needed more memory than a request may use; retry.',
 } as const;

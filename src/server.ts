@@ -12,7 +12,7 @@ const DRAIN_MS = 10_000;
  * SIGTERM/SIGINT (stop accepting, drain in-flight requests, stop workers, close the store).
  */
 export async function serve(config: Config): Promise<FastifyInstance> {
-  const store = openControlStore(config);
+  const store = await openControlStore(config);
   const printed = await bootstrapKey(store, config.bootstrapKey);
   const app = await buildApp({ config, store });
   if (printed !== undefined) {

@@ -27,10 +27,14 @@ export const summary = (db: DatabaseRecord, externalId: string): DatabaseSummary
   external_id: externalId,
 });
 
+/**
+ * How long a verification's claim holds at most: a node that died verifying blocks the next verification no
+ * longer than this. A verification's three checks take seconds even against a slow bucket.
+ */
+const VERIFY_CLAIM_MS = 120_000;
+
 /** Registration, listing, verification and deletion of an account's databases (docs/api.md). */
 export class Databases {
-  private readonly verifying = new Set<string>();
-
   constructor(
     private readonly store: ControlStore,
     private readonly storage: StorageEnv,
@@ -75,10 +79,10 @@ export class Databases {
 
   async verify(accountId: string, name: string): Promise<{ db: DatabaseRecord; checks: VerifyCheckResult[] }> {
     const db = await this.get(accountId, name);
-    if (this.verifying.has(db.id)) {
+    // Claimed in the control store: one verification at a time on every node.
+    if (!(await this.store.claimVerification(db.id, VERIFY_CLAIM_MS))) {
       throw new Conflict(`a verification of database "${name}" is already running`, undefined, 'verification_running');
     }
-    this.verifying.add(db.id);
     try {
       const outcome = await this.objects(db).then(verifyObjects, (err: unknown) => {
         // The endpoint may resolve elsewhere now than at registration, or the server identity be switched off
@@ -112,7 +116,7 @@ export class Databases {
       if (state === 'activating') this.workers.activate(verified);
       return { db: verified, checks: outcome.checks };
     } finally {
-      this.verifying.delete(db.id);
+      await this.store.releaseVerification(db.id).catch(() => undefined);
     }
   }
 

@@ -2,12 +2,14 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
+import { ConfigError } from '../config.js';
 import type { DatabaseState } from '../contract/databases.js';
 import type { TableRecord } from '../engine/tables/catalog.js';
 import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
-import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord } from './store.js';
+import { ControlEvents } from './events.js';
+import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
 const MIGRATIONS: readonly string[] = [
@@ -52,6 +54,12 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (database_id, table_id)
    );
    INSERT INTO written_tables (database_id, table_id) SELECT database_id, table_id FROM tables;`,
+  `ALTER TABLE databases ADD COLUMN verifying_until_ms INTEGER;
+   CREATE TABLE upkeep_leases (
+     table_id TEXT PRIMARY KEY,
+     holder TEXT NOT NULL,
+     expires_ms INTEGER NOT NULL
+   );`,
 ];
 
 interface KeyRow {
@@ -114,6 +122,7 @@ const newExternalId = (): string => `ext_${randomBytes(16).toString('hex')}`;
 
 /** The embedded control store: one SQLite file in WAL mode, shared safely with the CLI's processes. */
 export class SqliteControlStore implements ControlStore {
+  readonly events = new ControlEvents();
   private readonly db: Database.Database;
   /** Each statement is prepared once: preparing cost more than running the point lookups every request makes. */
   private readonly statements = new Map<string, Database.Statement>();
@@ -157,6 +166,12 @@ export class SqliteControlStore implements ControlStore {
         .all()
         .map((row) => (row as { version: number }).version),
     );
+    const newest = Math.max(0, ...applied);
+    if (newest > MIGRATIONS.length) {
+      throw new ConfigError(
+        `the control store's schema is at version ${newest}, newer than this build knows (${MIGRATIONS.length}): upgrade strata before starting it`,
+      );
+    }
     MIGRATIONS.forEach((sql, index) => {
       const version = index + 1;
       if (applied.has(version)) return;
@@ -270,8 +285,25 @@ export class SqliteControlStore implements ControlStore {
     return this.all('SELECT * FROM databases WHERE account_id = ? ORDER BY name', databaseFromRow, accountId);
   }
 
+  async databaseExists(id: string): Promise<boolean> {
+    return this.statement('SELECT 1 FROM databases WHERE id = ?').get(id) !== undefined;
+  }
+
   async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
     this.statement('UPDATE databases SET state = ?, last_error = ? WHERE id = ?').run(state, lastError, id);
+    if (state === 'verify_failed') this.events.emit({ kind: 'database_gone', databaseId: id });
+  }
+
+  async claimVerification(id: string, forMs: number): Promise<boolean> {
+    const now = Date.now();
+    const claimed = this.statement(
+      'UPDATE databases SET verifying_until_ms = ? WHERE id = ? AND (verifying_until_ms IS NULL OR verifying_until_ms < ?)',
+    ).run(now + forMs, id, now);
+    return claimed.changes === 1;
+  }
+
+  async releaseVerification(id: string): Promise<void> {
+    this.statement('UPDATE databases SET verifying_until_ms = NULL WHERE id = ?').run(id);
   }
 
   async deleteDatabase(id: string): Promise<void> {
@@ -279,6 +311,7 @@ export class SqliteControlStore implements ControlStore {
       this.statement('DELETE FROM written_tables WHERE database_id = ?').run(id);
       this.statement('DELETE FROM databases WHERE id = ?').run(id);
     })();
+    this.events.emit({ kind: 'database_gone', databaseId: id });
   }
 
   async writtenTables(databaseId: string): Promise<string[]> {
@@ -341,5 +374,27 @@ export class SqliteControlStore implements ControlStore {
       .get(count, tableId) as { next_row_key: bigint } | undefined;
     if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
     return row.next_row_key - BigInt(count);
+  }
+
+  async acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult> {
+    const now = Date.now();
+    return this.db
+      .transaction((): LeaseResult => {
+        const prior = this.statement('SELECT holder, expires_ms FROM upkeep_leases WHERE table_id = ?').get(tableId) as
+          | { holder: string; expires_ms: number }
+          | undefined;
+        if (prior !== undefined && prior.holder !== holder && prior.expires_ms >= now) {
+          return { held: false, tookOver: false };
+        }
+        this.statement(
+          'INSERT INTO upkeep_leases (table_id, holder, expires_ms) VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms',
+        ).run(tableId, holder, now + forMs);
+        return { held: true, tookOver: prior !== undefined && prior.holder !== holder };
+      })
+      .immediate();
+  }
+
+  async releaseLease(tableId: string, holder: string): Promise<void> {
+    this.statement('DELETE FROM upkeep_leases WHERE table_id = ? AND holder = ?').run(tableId, holder);
   }
 }

@@ -1,6 +1,7 @@
 import type { DatabaseState } from '../contract/databases.js';
 import type { CatalogStore } from '../engine/tables/catalog.js';
 import type { Binding } from '../storage/binding.js';
+import type { ControlEvents } from './events.js';
 
 export interface Account {
   id: string;
@@ -33,11 +34,19 @@ export interface DatabaseRecord {
   lastError: string | null;
 }
 
+/** Whether a node now holds a table's upkeep lease, and whether it took it from another node whose lease ran out. */
+export interface LeaseResult {
+  held: boolean;
+  tookOver: boolean;
+}
+
 /**
  * The control store: accounts, keys, databases and (from the tables issue on) each database's catalog.
  * Async throughout so that the embedded SQLite store and a PostgreSQL store are interchangeable.
  */
 export interface ControlStore extends CatalogStore {
+  /** What other nodes changed (and, for the embedded store, this process). */
+  readonly events: ControlEvents;
   /** Throws when the store cannot answer; `/readyz` uses it. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -61,8 +70,22 @@ export interface ControlStore extends CatalogStore {
   insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void>;
   findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined>;
   listDatabases(accountId: string): Promise<DatabaseRecord[]>;
+  databaseExists(id: string): Promise<boolean>;
   setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void>;
+  /**
+   * Claims the database's verification for `forMs` (one at a time across every node): false while another
+   * claim holds. The claim lapses by itself, so a node that died verifying does not block the next one.
+   */
+  claimVerification(id: string, forMs: number): Promise<boolean>;
+  releaseVerification(id: string): Promise<void>;
   deleteDatabase(id: string): Promise<void>;
   /** The Lance datasets a database ever created, dropped ones included: what purge may delete. */
   writtenTables(databaseId: string): Promise<string[]>;
+
+  /**
+   * Takes or renews the upkeep lease of a table for `holder` for `forMs` (one node at a time): held when no one
+   * holds it, `holder` already does, or the last holder's lease ran out (a takeover).
+   */
+  acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult>;
+  releaseLease(tableId: string, holder: string): Promise<void>;
 }

@@ -97,6 +97,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
   };
   const metrics = new ServiceMetrics();
+  // This process among the nodes sharing the control store: whose upkeep leases are whose.
+  const nodeId = `node_${randomUUID()}`;
   const workers = new WorkerPool({
     deps: {
       catalog: store,
@@ -107,6 +109,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         retainMs: config.versionRetentionMs,
       },
       upkeepObserver: metrics.upkeep,
+      upkeepLeases: {
+        ms: config.upkeepLeaseMs,
+        acquire: (tableId) => store.acquireLease(tableId, nodeId, config.upkeepLeaseMs),
+        release: (tableId) => store.releaseLease(tableId, nodeId),
+      },
       sql: {
         memoryMb: config.sqlMemoryMb,
         threads: config.sqlThreads,
@@ -144,6 +151,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   await app.register(docsPlugin);
   metrics.watchUnindexedRows(() => workers.unindexedRows());
+  metrics.watchLeasesHeld(() => workers.leasesHeld());
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(concurrencyPlugin);
@@ -169,7 +177,22 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(sqlRoutes);
 
   workers.start();
+  // Another node deleted a database, or its verification failed there: this node lets its worker go at once.
+  // After a lost notice (the listener reconnected), every placed worker is checked against the store.
+  const letGo = (id: string) =>
+    workers.release(id).catch((err: unknown) => app.log.error({ err, database: id }, 'letting a worker go failed'));
+  const stopFollowing = store.events.on((event) => {
+    if (event.kind === 'database_gone') void letGo(event.databaseId);
+    else
+      for (const id of workers.placedIds()) {
+        store.databaseExists(id).then(
+          (exists) => (exists ? undefined : letGo(id)),
+          () => undefined,
+        );
+      }
+  });
   app.addHook('onClose', async () => {
+    stopFollowing();
     await workers.stop();
     await store.close();
   });

@@ -8,6 +8,7 @@ export class ServiceMetrics {
   readonly registry = new Registry();
   private readonly upkeepSeconds: Histogram<'work'>;
   private readonly upkeepFailures: Counter;
+  private readonly leaseTakeovers: Counter;
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
@@ -23,13 +24,31 @@ export class ServiceMetrics {
       help: 'Index upkeep passes over a table that failed (each is tried again on the next pass)',
       registers: [this.registry],
     });
+    this.leaseTakeovers = new Counter({
+      name: 'strata_upkeep_lease_takeovers_total',
+      help: 'Tables whose upkeep this node took over from another node whose lease ran out',
+      registers: [this.registry],
+    });
   }
 
   /** What the workers' upkeep reports into. */
   readonly upkeep: UpkeepObserver = {
     done: (work, seconds) => this.upkeepSeconds.observe({ work }, seconds),
     failed: () => this.upkeepFailures.inc(),
+    tookOver: () => this.leaseTakeovers.inc(),
   };
+
+  /** Tables whose upkeep lease this node holds, read when scraped. */
+  watchLeasesHeld(held: () => number): void {
+    new Gauge({
+      name: 'strata_upkeep_leases_held',
+      help: 'Tables whose index upkeep lease this node holds (one node looks after each table)',
+      registers: [this.registry],
+      collect() {
+        this.set(held());
+      },
+    });
+  }
 
   /**
    * Rows searches scan by brute force because no index covers them yet, read when scraped. Upkeep folds them in

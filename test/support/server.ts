@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll } from 'vitest';
 import { type Env, loadConfig } from '../../src/config.js';
 import { issueKey } from '../../src/control/keys.js';
-import { SqliteControlStore } from '../../src/control/sqlite.js';
+import { openControlStore } from '../../src/control/open.js';
 import { buildApp } from '../../src/http/app.js';
 import { logSink, rememberSecret } from './logs.js';
 
@@ -81,7 +81,7 @@ export function client(url: string, authorization: string | undefined): Client {
 export async function startStrata(env: Env = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-test-'));
   const config = loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_PORT: '0', STRATA_LOG_LEVEL: 'info', ...env });
-  const store = new SqliteControlStore(join(dataDir, 'control.sqlite'));
+  const store = await openControlStore(config);
   const app = await buildApp({ config, store, logStream: logSink });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();

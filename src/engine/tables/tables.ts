@@ -45,6 +45,8 @@ export interface TableHandle {
   writes: Serial;
   /** Vector columns whose ANN index exists: their searches set nprobes and refine. */
   ann: Set<string>;
+  /** When `ann` was last read from the dataset, while some vector column has none (another node may build it). */
+  annCheckedMs: number;
   /** What each version this worker saw committed did to the rows (SQL reloads only what changed). */
   changes: TableChanges;
   /** Row keys by Lance row id, for search legs that read only row ids. */
@@ -52,6 +54,9 @@ export interface TableHandle {
   /** The dataset's folder when it is local, whose new files each commit makes durable (S3's PUT already is). */
   folder: DurableFolder | undefined;
 }
+
+/** How often a table missing an ANN index looks whether another node's upkeep built it since. */
+const ANN_RECHECK_MS = 1000;
 
 /** Tries to close a handle again this long after a read still borrowing it refused the close. */
 const CLOSE_RETRY_MS = 1000;
@@ -220,7 +225,12 @@ export class Tables {
   async get(name: string): Promise<TableHandle> {
     const record = await this.catalog.findTable(this.databaseId, name);
     if (record === undefined || record.state !== 'ready') throw new NotFound(`table "${name}"`, 'unknown_table');
-    return this.open(record);
+    const handle = await this.open(record);
+    if (handle.ann.size < handle.indexes.vector.length && Date.now() - handle.annCheckedMs > ANN_RECHECK_MS) {
+      handle.annCheckedMs = Date.now();
+      for (const column of annColumns(await handle.lance.listIndices())) handle.ann.add(column);
+    }
+    return handle;
   }
 
   /**
@@ -264,6 +274,7 @@ export class Tables {
           lance,
           writes: new Serial(),
           ann: annColumns(await lance.listIndices()),
+          annCheckedMs: Date.now(),
           changes: new TableChanges(),
           rowKeys: new RowKeys(lance),
           folder: this.durableFolder(record.tableId),

@@ -21,12 +21,25 @@ export interface UpkeepOptions {
  */
 export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
 
+/**
+ * Which node looks after a table: one at a time across every node of a deployment. `acquire` takes or renews
+ * the table's lease for this node; a lease not renewed lapses, and another node takes over.
+ */
+export interface UpkeepLeases {
+  /** How long a lease lasts unrenewed. */
+  readonly ms: number;
+  acquire(tableId: string): Promise<{ held: boolean; tookOver: boolean }>;
+  release(tableId: string): Promise<void>;
+}
+
 /** Told of upkeep's work as it happens (the service counts it for `/metrics`). */
 export interface UpkeepObserver {
   /** An upkeep step finished: what it was and how long it took. */
   done(work: UpkeepWork, seconds: number): void;
   /** A pass over a table failed; the next pass tries again. */
   failed(): void;
+  /** This node took a table's upkeep over from another node whose lease ran out. */
+  tookOver(): void;
 }
 
 /** Upkeep commits lost to concurrent writes before upkeep waits its turn in the table's write queue. */
@@ -88,6 +101,8 @@ export class Upkeep {
   private readonly annRetryAt = new Map<string, number>();
   /** Rows of each open table that a search index does not cover yet, as the last pass found them. */
   private readonly behind = new Map<string, number>();
+  /** Tables whose upkeep lease this node holds. */
+  private readonly leased = new Set<string>();
 
   constructor(
     private readonly tables: Tables,
@@ -95,7 +110,13 @@ export class Upkeep {
     private readonly log: EngineLog,
     private readonly observer: UpkeepObserver,
     private readonly jobs: UpkeepProcess,
+    private readonly leases: UpkeepLeases,
   ) {}
+
+  /** Tables whose upkeep this database's worker holds the lease of. */
+  get leasesHeld(): number {
+    return this.leased.size;
+  }
 
   /**
    * Rows searches of this database's open tables scan by brute force (the most any one search index of a table
@@ -118,6 +139,9 @@ export class Upkeep {
     this.stopped = true;
     if (this.timer !== undefined) clearInterval(this.timer);
     await this.pass;
+    // Handed back, so that another node takes over at once rather than after the lease runs out.
+    await Promise.allSettled([...this.leased].map((id) => this.leases.release(id)));
+    this.leased.clear();
   }
 
   /** One pass over every open table; exposed so tests and benchmarks can wait for a settled state. */
@@ -128,7 +152,7 @@ export class Upkeep {
       try {
         const table = await handle;
         open.add(table.record.tableId);
-        await this.upkeep(table);
+        await this.leasing(table.record.tableId, () => this.upkeep(table));
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
         this.observer.failed();
@@ -136,6 +160,43 @@ export class Upkeep {
       }
     }
     for (const id of this.behind.keys()) if (!open.has(id)) this.behind.delete(id);
+    for (const id of this.leased) {
+      if (open.has(id)) continue;
+      this.leased.delete(id);
+      await this.leases.release(id).catch(() => undefined);
+    }
+  }
+
+  /**
+   * Runs a table's upkeep if this node holds its lease (taking it when free or lapsed), renewing the lease while
+   * the work lasts. Another node's table is left alone, and its unindexed rows are that node's to report.
+   */
+  private async leasing(id: string, work: () => Promise<void>): Promise<void> {
+    const lease = await this.leases.acquire(id);
+    if (!lease.held) {
+      this.leased.delete(id);
+      this.behind.delete(id);
+      return;
+    }
+    if (lease.tookOver) this.observer.tookOver();
+    this.leased.add(id);
+    const renew = setInterval(
+      () => {
+        this.leases.acquire(id).then(
+          (again) => {
+            if (!again.held) this.leased.delete(id);
+          },
+          () => undefined,
+        );
+      },
+      Math.max(100, Math.floor(this.leases.ms / 3)),
+    );
+    renew.unref();
+    try {
+      await work();
+    } finally {
+      clearInterval(renew);
+    }
   }
 
   private async upkeep(table: TableHandle): Promise<void> {

@@ -56,6 +56,13 @@ export class WorkerPool {
     return rows;
   }
 
+  /** Tables whose upkeep lease the workers of this node hold. */
+  leasesHeld(): number {
+    let held = 0;
+    for (const worker of this.workers.values()) held += worker.upkeep.leasesHeld;
+    return held;
+  }
+
   start(): void {
     const every = Math.max(50, Math.min(this.options.idleMs, 60_000) / 2);
     this.sweeper = setInterval(() => void this.sweep(), every);
@@ -91,6 +98,11 @@ export class WorkerPool {
   leaseIfPlaced(id: string): Lease | undefined {
     const worker = this.workers.get(id);
     return worker === undefined ? undefined : { worker, release: worker.enter() };
+  }
+
+  /** The databases with a worker placed here. */
+  placedIds(): string[] {
+    return [...this.workers.keys()];
   }
 
   /** Stops a database's worker (database deleted, or its binding no longer verifies). */

@@ -13,7 +13,7 @@ import { LanceSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import { type TableHandle, Tables } from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
-import { Upkeep, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
+import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
@@ -33,6 +33,8 @@ export interface WorkerDeps {
   storage: StorageEnv;
   upkeep: UpkeepOptions;
   upkeepObserver: UpkeepObserver;
+  /** Whose turn it is to look after each table, across the nodes sharing the control store. */
+  upkeepLeases: UpkeepLeases;
   sql: InstanceOptions & SqlLimits;
   log: EngineLog;
   /** Tables one database may hold. */
@@ -79,7 +81,14 @@ export class DatabaseWorker {
       readConsistencyInterval: 0,
     });
     const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log, deps.maxTables);
-    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, node.upkeepProcess);
+    const upkeep = new Upkeep(
+      tables,
+      deps.upkeep,
+      deps.log,
+      deps.upkeepObserver,
+      node.upkeepProcess,
+      deps.upkeepLeases,
+    );
     upkeep.start();
     return new DatabaseWorker(
       ref,

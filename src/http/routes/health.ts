@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify';
+import { errorBody } from '../../errors.js';
 
 export const healthRoutes: FastifyPluginAsync = async (app) => {
   app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
@@ -9,7 +10,10 @@ export const healthRoutes: FastifyPluginAsync = async (app) => {
       return { status: 'ready' };
     } catch (err) {
       req.log.warn({ err }, 'control store not answering');
-      return reply.status(503).header('retry-after', '1').send({ error: 'the control store is not answering' });
+      return reply
+        .status(503)
+        .header('retry-after', '1')
+        .send(errorBody('the control store is not answering', 'control_store_unavailable'));
     }
   });
 };

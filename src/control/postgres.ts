@@ -1,0 +1,511 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { ConfigError } from '../config.js';
+import type { DatabaseState } from '../contract/databases.js';
+import type { TableRecord } from '../engine/tables/catalog.js';
+import { ApiError, Conflict, Unavailable } from '../errors.js';
+import type { Binding } from '../storage/binding.js';
+import { assertLocationFree, databaseLimit } from './claims.js';
+import { type ControlEvent, ControlEvents } from './events.js';
+import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
+
+/** Numbered migrations; each runs once, in order, in a transaction, under the migration lock. Never edit one that shipped. */
+const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE accounts (
+     id TEXT PRIMARY KEY,
+     name TEXT NOT NULL UNIQUE,
+     created_ms BIGINT NOT NULL,
+     external_id TEXT NOT NULL
+   );
+   CREATE TABLE api_keys (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     hash TEXT NOT NULL UNIQUE,
+     created_ms BIGINT NOT NULL,
+     revoked_ms BIGINT
+   );
+   CREATE TABLE databases (
+     id TEXT PRIMARY KEY,
+     account_id TEXT NOT NULL REFERENCES accounts(id),
+     name TEXT NOT NULL,
+     created_ms BIGINT NOT NULL,
+     state TEXT NOT NULL,
+     binding TEXT NOT NULL,
+     last_error TEXT,
+     verifying_until_ms BIGINT,
+     UNIQUE (account_id, name)
+   );
+   CREATE TABLE tables (
+     database_id TEXT NOT NULL REFERENCES databases(id) ON DELETE CASCADE,
+     name TEXT NOT NULL,
+     table_id TEXT NOT NULL UNIQUE,
+     schema_ipc TEXT NOT NULL,
+     indexes TEXT NOT NULL,
+     created_ms BIGINT NOT NULL,
+     state TEXT NOT NULL,
+     next_row_key BIGINT NOT NULL DEFAULT 0,
+     PRIMARY KEY (database_id, name)
+   );
+   CREATE TABLE written_tables (
+     database_id TEXT NOT NULL,
+     table_id TEXT NOT NULL,
+     PRIMARY KEY (database_id, table_id)
+   );
+   CREATE TABLE upkeep_leases (
+     table_id TEXT PRIMARY KEY,
+     holder TEXT NOT NULL,
+     expires_ms BIGINT NOT NULL
+   );`,
+];
+
+/** Keys of PostgreSQL advisory locks the service takes: migrations, and the registration of a database. */
+const MIGRATION_LOCK = 0x5354_5241; // "STRA"
+const REGISTRATION_LOCK = 0x5354_5242;
+
+/** The channel on which nodes tell each other what changed (LISTEN/NOTIFY). */
+const CHANNEL = 'strata_control';
+
+/** Waits of the store: connecting, and any one statement. Past them a request answers 503, not a hang. */
+const CONNECT_TIMEOUT_MS = 2000;
+const STATEMENT_TIMEOUT_MS = 5000;
+/** How soon the listener connects again after its connection broke. */
+const RELISTEN_MS = 500;
+
+/** The database's clock in ms: leases are judged by one clock, whichever node asks. */
+const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
+
+interface KeyRow {
+  id: string;
+  account_id: string;
+  hash: string;
+  created_ms: string;
+  revoked_ms: string | null;
+}
+
+interface DatabaseRow {
+  id: string;
+  account_id: string;
+  name: string;
+  created_ms: string;
+  state: DatabaseState;
+  binding: string;
+  last_error: string | null;
+}
+
+interface TableRow {
+  database_id: string;
+  name: string;
+  table_id: string;
+  schema_ipc: string;
+  indexes: string;
+  created_ms: string;
+  state: TableRecord['state'];
+}
+
+const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  hash: row.hash,
+  createdMs: Number(row.created_ms),
+  revokedMs: row.revoked_ms === null ? null : Number(row.revoked_ms),
+});
+
+const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
+  id: row.id,
+  accountId: row.account_id,
+  name: row.name,
+  createdMs: Number(row.created_ms),
+  state: row.state,
+  binding: JSON.parse(row.binding) as Binding,
+  lastError: row.last_error,
+});
+
+const tableFromRow = (row: TableRow): TableRecord => ({
+  databaseId: row.database_id,
+  name: row.name,
+  tableId: row.table_id,
+  schemaIpc: row.schema_ipc,
+  indexes: row.indexes,
+  createdMs: Number(row.created_ms),
+  state: row.state,
+});
+
+/**
+ * Whether an error means PostgreSQL could not be reached or went away, rather than that it refused the
+ * statement: no SQLSTATE at all (a socket error, a timeout), or a class that names the connection or the
+ * server's state (08 connection, 57P shutdown, 53 resources).
+ */
+function isUnreachable(err: unknown): boolean {
+  if (err instanceof ApiError) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
+  return code.startsWith('08') || code.startsWith('57P') || code.startsWith('53');
+}
+
+const unavailable = () => new Unavailable('the control store is not answering; retry', 1, 'control_store_unavailable');
+
+/** The control store on PostgreSQL, shared by every node of a deployment (docs/deploy.md). */
+export class PostgresControlStore implements ControlStore {
+  readonly events = new ControlEvents();
+  private listener: pg.Client | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly pool: pg.Pool,
+    private readonly url: string,
+  ) {}
+
+  /** Connects, brings the schema up to date under the migration lock, and starts listening for other nodes. */
+  static async open(url: string): Promise<PostgresControlStore> {
+    const pool = new pg.Pool({
+      connectionString: url,
+      max: 10,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: STATEMENT_TIMEOUT_MS,
+      statement_timeout: STATEMENT_TIMEOUT_MS,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+    });
+    // An idle connection that breaks (the server restarted) is dropped by the pool; without a listener the
+    // error would end the process.
+    pool.on('error', () => undefined);
+    const store = new PostgresControlStore(pool, url);
+    try {
+      await store.migrate();
+    } catch (err) {
+      await pool.end().catch(() => undefined);
+      throw err;
+    }
+    store.listen();
+    return store;
+  }
+
+  private async query<Row extends object>(sql: string, params: unknown[] = []): Promise<Row[]> {
+    try {
+      return (await this.pool.query<Row>(sql, params)).rows;
+    } catch (err) {
+      if (isUnreachable(err)) throw unavailable();
+      throw err;
+    }
+  }
+
+  /** Runs `work` in one transaction on one connection. */
+  private async transaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch {
+      throw unavailable();
+    }
+    let broken = false;
+    try {
+      await client.query('BEGIN');
+      const result = await work(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (err) {
+      broken = isUnreachable(err);
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (broken) throw unavailable();
+      throw err;
+    } finally {
+      client.release(broken);
+    }
+  }
+
+  private async migrate(): Promise<void> {
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    try {
+      await client.connect();
+    } catch (err) {
+      throw new ConfigError(`cannot reach the control store at STRATA_CONTROL_URL: ${(err as Error).message}`);
+    }
+    try {
+      await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK]);
+      await client.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_ms BIGINT NOT NULL)',
+      );
+      const applied = new Set(
+        (await client.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version),
+      );
+      const newest = Math.max(0, ...applied);
+      if (newest > MIGRATIONS.length) {
+        throw new ConfigError(
+          `the control store's schema is at version ${newest}, newer than this build knows (${MIGRATIONS.length}): upgrade this node before starting it`,
+        );
+      }
+      for (const [index, sql] of MIGRATIONS.entries()) {
+        const version = index + 1;
+        if (applied.has(version)) continue;
+        await client.query('BEGIN');
+        try {
+          await client.query(sql);
+          await client.query('INSERT INTO schema_migrations (version, applied_ms) VALUES ($1, $2)', [
+            version,
+            Date.now(),
+          ]);
+          await client.query('COMMIT');
+        } catch (err) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      }
+    } finally {
+      await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * Listens for other nodes' changes on a connection of its own, connecting again whenever it breaks. After a
+   * break, listeners are told to check what they hold (`resync`): a notice sent meanwhile was lost.
+   */
+  private listen(): void {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    this.listener = client;
+    let again = false;
+    const reconnect = () => {
+      if (again) return;
+      again = true;
+      client.end().catch(() => undefined);
+      if (!this.closed) setTimeout(() => this.listen(), RELISTEN_MS).unref();
+    };
+    client.on('error', reconnect);
+    client.on('end', reconnect);
+    client.on('notification', (message) => {
+      if (message.channel !== CHANNEL || message.payload === undefined) return;
+      try {
+        this.events.emit(JSON.parse(message.payload) as ControlEvent);
+      } catch {
+        // A notice this build cannot read is ignored.
+      }
+    });
+    client
+      .connect()
+      .then(() => client.query(`LISTEN ${CHANNEL}`))
+      .then(() => this.events.emit({ kind: 'resync' }))
+      .catch(reconnect);
+  }
+
+  private notify(event: ControlEvent, client?: pg.PoolClient): Promise<unknown> {
+    const sql = 'SELECT pg_notify($1, $2)';
+    const params = [CHANNEL, JSON.stringify(event)];
+    return client === undefined ? this.query(sql, params) : client.query(sql, params);
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT 1');
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.listener?.end().catch(() => undefined);
+    await this.pool.end().catch(() => undefined);
+  }
+
+  async ensureAccount(name: string): Promise<Account> {
+    const created: Account = { id: `acct_${randomUUID()}`, name, externalId: `ext_${randomBytes(16).toString('hex')}` };
+    await this.query(
+      'INSERT INTO accounts (id, name, created_ms, external_id) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING',
+      [created.id, name, Date.now(), created.externalId],
+    );
+    const [row] = await this.query<Account>(
+      'SELECT id, name, external_id AS "externalId" FROM accounts WHERE name = $1',
+      [name],
+    );
+    if (row === undefined) throw new Error(`account "${name}" vanished as it was created`);
+    return row;
+  }
+
+  async findAccount(id: string): Promise<Account | undefined> {
+    const [row] = await this.query<Account>(
+      'SELECT id, name, external_id AS "externalId" FROM accounts WHERE id = $1',
+      [id],
+    );
+    return row;
+  }
+
+  async insertKey(key: ApiKeyRecord): Promise<void> {
+    await this.query(
+      'INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES ($1, $2, $3, $4, $5)',
+      [key.id, key.accountId, key.hash, key.createdMs, key.revokedMs],
+    );
+  }
+
+  async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const [row] = await this.query<KeyRow>('SELECT * FROM api_keys WHERE hash = $1', [hash]);
+    return row === undefined ? undefined : keyFromRow(row);
+  }
+
+  async listKeys(): Promise<ApiKeyListing[]> {
+    const rows = await this.query<KeyRow & { account_name: string }>(
+      'SELECT k.*, a.name AS account_name FROM api_keys k JOIN accounts a ON a.id = k.account_id ORDER BY k.created_ms, k.id',
+    );
+    return rows.map((row) => ({ ...keyFromRow(row), accountName: row.account_name }));
+  }
+
+  async revokeKey(id: string, nowMs: number): Promise<boolean> {
+    const rows = await this.query(
+      'UPDATE api_keys SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL RETURNING id',
+      [nowMs, id],
+    );
+    return rows.length === 1;
+  }
+
+  async countKeys(): Promise<number> {
+    const [row] = await this.query<{ n: string }>('SELECT count(*) AS n FROM api_keys');
+    return Number(row?.n ?? 0);
+  }
+
+  async insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void> {
+    await this.transaction(async (client) => {
+      // One registration at a time across every node: the location check reads every binding.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [REGISTRATION_LOCK]);
+      const named = await client.query('SELECT 1 FROM databases WHERE account_id = $1 AND name = $2', [
+        db.accountId,
+        db.name,
+      ]);
+      if (named.rows.length > 0) {
+        throw new Conflict(`database "${db.name}" is already registered`, undefined, 'database_exists');
+      }
+      const held = await client.query<{ n: string }>('SELECT count(*) AS n FROM databases WHERE account_id = $1', [
+        db.accountId,
+      ]);
+      const count = Number(held.rows[0]?.n ?? 0);
+      if (count >= maxPerAccount) throw databaseLimit(count);
+      const others = await client.query<{ binding: string }>('SELECT binding FROM databases');
+      assertLocationFree(
+        db.binding,
+        others.rows.map((row) => JSON.parse(row.binding) as Binding),
+      );
+      await client.query(
+        'INSERT INTO databases (id, account_id, name, created_ms, state, binding, last_error) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+        [db.id, db.accountId, db.name, db.createdMs, db.state, JSON.stringify(db.binding), db.lastError],
+      );
+    });
+  }
+
+  async findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined> {
+    const [row] = await this.query<DatabaseRow>('SELECT * FROM databases WHERE account_id = $1 AND name = $2', [
+      accountId,
+      name,
+    ]);
+    return row === undefined ? undefined : databaseFromRow(row);
+  }
+
+  async databaseExists(id: string): Promise<boolean> {
+    return (await this.query('SELECT 1 FROM databases WHERE id = $1', [id])).length > 0;
+  }
+
+  async listDatabases(accountId: string): Promise<DatabaseRecord[]> {
+    const rows = await this.query<DatabaseRow>('SELECT * FROM databases WHERE account_id = $1 ORDER BY name', [
+      accountId,
+    ]);
+    return rows.map(databaseFromRow);
+  }
+
+  async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
+    await this.transaction(async (client) => {
+      await client.query('UPDATE databases SET state = $1, last_error = $2 WHERE id = $3', [state, lastError, id]);
+      if (state === 'verify_failed') await this.notify({ kind: 'database_gone', databaseId: id }, client);
+    });
+  }
+
+  async claimVerification(id: string, forMs: number): Promise<boolean> {
+    const rows = await this.query(
+      `UPDATE databases SET verifying_until_ms = ${NOW_MS} + $2
+         WHERE id = $1 AND (verifying_until_ms IS NULL OR verifying_until_ms < ${NOW_MS}) RETURNING id`,
+      [id, forMs],
+    );
+    return rows.length === 1;
+  }
+
+  async releaseVerification(id: string): Promise<void> {
+    await this.query('UPDATE databases SET verifying_until_ms = NULL WHERE id = $1', [id]);
+  }
+
+  async deleteDatabase(id: string): Promise<void> {
+    await this.transaction(async (client) => {
+      await client.query('DELETE FROM written_tables WHERE database_id = $1', [id]);
+      await client.query('DELETE FROM databases WHERE id = $1', [id]);
+      await this.notify({ kind: 'database_gone', databaseId: id }, client);
+    });
+  }
+
+  async writtenTables(databaseId: string): Promise<string[]> {
+    const rows = await this.query<{ table_id: string }>(
+      'SELECT table_id FROM written_tables WHERE database_id = $1 ORDER BY table_id',
+      [databaseId],
+    );
+    return rows.map((row) => row.table_id);
+  }
+
+  async insertTable(table: TableRecord): Promise<void> {
+    try {
+      await this.transaction(async (client) => {
+        await client.query(
+          'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES ($1, $2, $3, $4, $5, $6, $7)',
+          [table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state],
+        );
+        // Recorded before the dataset exists, so a purge finds whatever part of it was written.
+        await client.query('INSERT INTO written_tables (database_id, table_id) VALUES ($1, $2)', [
+          table.databaseId,
+          table.tableId,
+        ]);
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code === '23505') {
+        throw new Conflict(`table "${table.name}" already exists`, undefined, 'table_exists');
+      }
+      throw err;
+    }
+  }
+
+  async findTable(databaseId: string, name: string): Promise<TableRecord | undefined> {
+    const [row] = await this.query<TableRow>('SELECT * FROM tables WHERE database_id = $1 AND name = $2', [
+      databaseId,
+      name,
+    ]);
+    return row === undefined ? undefined : tableFromRow(row);
+  }
+
+  async listTables(databaseId: string): Promise<TableRecord[]> {
+    const rows = await this.query<TableRow>('SELECT * FROM tables WHERE database_id = $1 ORDER BY name', [databaseId]);
+    return rows.map(tableFromRow);
+  }
+
+  async setTableState(tableId: string, state: TableRecord['state']): Promise<void> {
+    await this.query('UPDATE tables SET state = $1 WHERE table_id = $2', [state, tableId]);
+  }
+
+  async deleteTable(tableId: string): Promise<void> {
+    await this.query('DELETE FROM tables WHERE table_id = $1', [tableId]);
+  }
+
+  async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
+    // One statement: the row lock it takes orders every node's reservations of the table.
+    const [row] = await this.query<{ next_row_key: string }>(
+      'UPDATE tables SET next_row_key = next_row_key + $1 WHERE table_id = $2 RETURNING next_row_key',
+      [count, tableId],
+    );
+    if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
+    return BigInt(row.next_row_key) - BigInt(count);
+  }
+
+  async acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult> {
+    const [row] = await this.query<{ held: boolean; took_over: boolean }>(
+      `WITH prior AS (SELECT holder FROM upkeep_leases WHERE table_id = $1)
+       INSERT INTO upkeep_leases (table_id, holder, expires_ms) VALUES ($1, $2, ${NOW_MS} + $3)
+       ON CONFLICT (table_id) DO UPDATE SET holder = $2, expires_ms = ${NOW_MS} + $3
+         WHERE upkeep_leases.holder = $2 OR upkeep_leases.expires_ms < ${NOW_MS}
+       RETURNING true AS held, coalesce((SELECT holder FROM prior) <> $2, false) AS took_over`,
+      [tableId, holder, forMs],
+    );
+    return row === undefined ? { held: false, tookOver: false } : { held: row.held, tookOver: row.took_over };
+  }
+
+  async releaseLease(tableId: string, holder: string): Promise<void> {
+    await this.query('DELETE FROM upkeep_leases WHERE table_id = $1 AND holder = $2', [tableId, holder]);
+  }
+}

@@ -1,0 +1,198 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterAll, describe, expect, test } from 'vitest';
+import { ConfigError } from '../src/config.js';
+import type { ControlEvent } from '../src/control/events.js';
+import { openControlStore } from '../src/control/open.js';
+import type { ControlStore, DatabaseRecord } from '../src/control/store.js';
+import { ApiError } from '../src/errors.js';
+import { freshControlUrl } from './support/postgres.js';
+
+/** The same store contract, run against the embedded SQLite store and against PostgreSQL. */
+interface Flavour {
+  name: string;
+  /** A new, empty store location (a URL for STRATA_CONTROL_URL). */
+  fresh(): Promise<string>;
+  /** Marks the store's schema as newer than this build knows. */
+  fromTheFuture(url: string): Promise<void>;
+}
+
+const dirs: string[] = [];
+const opened: ControlStore[] = [];
+afterAll(async () => {
+  await Promise.allSettled(opened.map((store) => store.close()));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const flavours: Flavour[] = [
+  {
+    name: 'sqlite',
+    async fresh() {
+      const dir = mkdtempSync(join(tmpdir(), 'strata-store-'));
+      dirs.push(dir);
+      return `sqlite:${join(dir, 'control.sqlite')}`;
+    },
+    async fromTheFuture(url) {
+      const db = new Database(url.slice('sqlite:'.length));
+      db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (99, 0)').run();
+      db.close();
+    },
+  },
+  {
+    name: 'postgres',
+    fresh: freshControlUrl,
+    async fromTheFuture(url) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      await client.query('INSERT INTO schema_migrations (version, applied_ms) VALUES (99, 0)');
+      await client.end();
+    },
+  },
+];
+
+async function open(url: string): Promise<ControlStore> {
+  const store = await openControlStore({ controlUrl: url, dataDir: '/nonexistent' });
+  opened.push(store);
+  return store;
+}
+
+const database = (accountId: string, name: string, bucket = name): DatabaseRecord => ({
+  id: `db_${name}_${Math.random().toString(36).slice(2)}`,
+  accountId,
+  name,
+  createdMs: Date.now(),
+  state: 'unverified',
+  binding: { provider: 'local', bucket, prefix: '' },
+  lastError: null,
+});
+
+const codeOf = (err: unknown) => (err instanceof ApiError ? err.code : String(err));
+
+describe.each(flavours)('the $name control store', (flavour) => {
+  test('migrations run once even when several nodes start at once, and a newer schema is refused', async () => {
+    const url = await flavour.fresh();
+    const stores = await Promise.all([open(url), open(url), open(url)]);
+    const account = await stores[0]?.ensureAccount('acme');
+
+    expect((await stores[2]?.ensureAccount('acme'))?.id).toBe(account?.id);
+    await Promise.all(stores.map((s) => s.close()));
+    await flavour.fromTheFuture(url);
+    const refused = await openControlStore({ controlUrl: url, dataDir: '/nonexistent' }).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(ConfigError);
+    expect(String((refused as Error).message)).toMatch(/version 99, newer than this build knows/);
+  });
+
+  test('registrations racing on one store: one name, one location, the account limit each hold', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const other = await a.ensureAccount('other');
+
+    const sameName = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).insertDatabase(database(acme.id, 'shop', `b${i}`), 10)),
+    );
+    expect(sameName.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(sameName.flatMap((r) => (r.status === 'rejected' ? [codeOf(r.reason)] : []))).toEqual(
+      Array(5).fill('database_exists'),
+    );
+
+    const sameBucket = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) =>
+        (i % 2 === 0 ? a : b).insertDatabase(database(i % 2 === 0 ? acme.id : other.id, `n${i}`, 'shared'), 10),
+      ),
+    );
+    expect(sameBucket.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    expect(new Set(sameBucket.flatMap((r) => (r.status === 'rejected' ? [codeOf(r.reason)] : [])))).toEqual(
+      new Set(['location_in_use']),
+    );
+
+    const held = (await a.listDatabases(other.id)).length;
+    const limited = await Promise.allSettled(
+      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).insertDatabase(database(other.id, `l${i}`), 3)),
+    );
+    expect(limited.filter((r) => r.status === 'fulfilled')).toHaveLength(3 - held);
+    expect(new Set(limited.flatMap((r) => (r.status === 'rejected' ? [codeOf(r.reason)] : [])))).toEqual(
+      new Set(['limit_exceeded']),
+    );
+  });
+
+  test('row keys reserved at once by many writers never overlap', async () => {
+    const url = await flavour.fresh();
+    const stores = [await open(url), await open(url)];
+    const [a] = stores as [ControlStore];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'keys');
+    await a.insertDatabase(db, 10);
+    await a.insertTable({
+      databaseId: db.id,
+      name: 't',
+      tableId: 't_keys',
+      schemaIpc: '',
+      indexes: '{}',
+      createdMs: 0,
+      state: 'ready',
+    });
+
+    const firsts = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => stores[i % 2]?.reserveRowKeys('t_keys', 1 + (i % 7)) ?? 0n),
+    );
+    const ranges = firsts
+      .map((first, i) => [first, first + BigInt(1 + (i % 7))] as const)
+      .sort((x, y) => (x[0] < y[0] ? -1 : 1));
+    for (let i = 1; i < ranges.length; i++) expect(ranges[i]?.[0]).toBe(ranges[i - 1]?.[1]);
+    expect(ranges[0]?.[0]).toBe(0n);
+  });
+
+  test('one verification at a time across stores; a claim lapses by itself', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'v');
+    await a.insertDatabase(db, 10);
+
+    expect(await a.claimVerification(db.id, 60_000)).toBe(true);
+    expect(await b.claimVerification(db.id, 60_000)).toBe(false);
+    await a.releaseVerification(db.id);
+    expect(await b.claimVerification(db.id, 200)).toBe(true);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(await a.claimVerification(db.id, 60_000)).toBe(true);
+  });
+
+  test('upkeep leases: one holder, renewed by it, taken over once lapsed, handed back on release', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
+    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual({ held: false, tookOver: false });
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual({ held: true, tookOver: true });
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: false, tookOver: false });
+    await b.releaseLease('t1', 'node-b');
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
+  });
+
+  test('deleting a database tells every store listening', async () => {
+    const url = await flavour.fresh();
+    const a = await open(url);
+    // The embedded store tells only its own process; PostgreSQL tells every node.
+    const b = flavour.name === 'postgres' ? await open(url) : a;
+    const seen: ControlEvent[] = [];
+    b.events.on((event) => seen.push(event));
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'gone');
+    await a.insertDatabase(db, 10);
+    await new Promise((resolve) => setTimeout(resolve, 200)); // the listener is connected
+
+    await a.deleteDatabase(db.id);
+
+    for (let i = 0; i < 50 && !seen.some((e) => e.kind === 'database_gone'); i++) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(seen).toContainEqual({ kind: 'database_gone', databaseId: db.id });
+    expect(await b.databaseExists(db.id)).toBe(false);
+  });
+});
