@@ -1,14 +1,14 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, test } from 'vitest';
 import { rememberSecret } from './support/logs.js';
-import { client, freePort } from './support/server.js';
+import { CLI, type Served, serveProcess } from './support/processes.js';
+import { client } from './support/server.js';
 
 const run = promisify(execFile);
-const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 const dirs: string[] = [];
 const children: ChildProcess[] = [];
 
@@ -23,35 +23,11 @@ function tempDir(): string {
   return dir;
 }
 
-interface Served {
-  url: string;
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
-/** `strata serve` as its own process, as a user would start it. */
+/** `strata serve` as its own process, stopped after the file's tests. */
 async function serve(dataDir: string, env: Record<string, string> = {}): Promise<Served> {
-  const port = await freePort();
-  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.push(child);
-  let output = '';
-  child.stdout?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on('data', (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200 && !output.includes('Server listening'); i++) {
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  if (!output.includes('Server listening')) throw new Error(`serve did not start:\n${output}`);
-  return { url, child, output: () => output, exited };
+  const served = await serveProcess(dataDir, env);
+  children.push(served.child);
+  return served;
 }
 
 const cli = async (...args: string[]) => run(process.execPath, [CLI, ...args]);

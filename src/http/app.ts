@@ -152,6 +152,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(docsPlugin);
   metrics.watchUnindexedRows(() => workers.unindexedRows());
   metrics.watchLeasesHeld(() => workers.leasesHeld());
+  metrics.watchWorkers(() => workers.size);
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(concurrencyPlugin);
@@ -177,6 +178,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(sqlRoutes);
 
   workers.start();
+  app.log.info({ node: nodeId }, 'node started: its upkeep leases are held under this id');
   // Another node deleted a database, or its verification failed there: this node lets its worker go at once.
   // After a lost notice (the listener reconnected), every placed worker is checked against the store.
   const letGo = (id: string) =>

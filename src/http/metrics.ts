@@ -38,6 +38,18 @@ export class ServiceMetrics {
     tookOver: () => this.leaseTakeovers.inc(),
   };
 
+  /** Databases whose worker is placed on this node, read when scraped. */
+  watchWorkers(placed: () => number): void {
+    new Gauge({
+      name: 'strata_workers_placed',
+      help: 'Databases with a worker placed on this node',
+      registers: [this.registry],
+      collect() {
+        this.set(placed());
+      },
+    });
+  }
+
   /** Tables whose upkeep lease this node holds, read when scraped. */
   watchLeasesHeld(held: () => number): void {
     new Gauge({

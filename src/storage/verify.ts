@@ -57,7 +57,7 @@ export async function verifyObjects(store: ObjectStore): Promise<VerifyOutcome> 
       async () =>
         (await store.putIfAbsent(key, bytes)) === 'refused'
           ? undefined
-          : 'the store ignored a put-if-absent (If-None-Match: *); concurrent writers to one table are not safe on it',
+          : 'the store ignored a put-if-absent (If-None-Match: *): writes to one table from several nodes at once are not safe on it (one node writing at a time is)',
     ],
     ['delete', async () => void (await store.delete(key))],
   ];
