@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, expect, test } from 'vitest';
-import { ERROR_CODES } from '../src/errors.js';
+import { committing } from '../src/engine/lance.js';
+import { ApiError, ERROR_CODES } from '../src/errors.js';
 import { serveFile } from './support/server.js';
 
 const { strata } = serveFile();
@@ -20,6 +21,16 @@ test('the OpenAPI document names every error code on the error body', async () =
   const document = JSON.stringify(await (await fetch(`${strata.url}/v1/openapi.json`)).json());
 
   for (const code of codes) expect(document, code).toContain(code);
+});
+
+test('a write that lost a commit Lance could not rebase is 409 write_conflict with Retry-After, never a 500', async () => {
+  const lost = await committing(() => Promise.reject(new Error('Retryable commit conflict for version 7: ...'))).catch(
+    (err: unknown) => err,
+  );
+
+  expect(lost).toBeInstanceOf(ApiError);
+  expect(lost).toMatchObject({ status: 409, code: 'write_conflict', retryAfterS: 1 });
+  await expect(committing(() => Promise.reject(new Error('disk on fire')))).rejects.toThrow('disk on fire');
 });
 
 test('an error answer carries its code beside its sentence', async () => {

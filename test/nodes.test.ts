@@ -145,6 +145,20 @@ describe('three nodes on one PostgreSQL', () => {
     }
   });
 
+  test('the same table created through every node at once: one creation wins, the others are told why', async () => {
+    const answers = await Promise.all(
+      [0, 1, 2].map((n) => db(n, 'shop').create({ table_name: 'raced', schema: [{ name: 'id', type: 'i64' }] })),
+    );
+
+    expect(answers.filter((a) => a.status === 200)).toHaveLength(1);
+    for (const lost of answers.filter((a) => a.status !== 200)) {
+      expect(lost.status).toBe(409);
+      expect(['table_exists', 'catalog_change_in_flight']).toContain(lost.json.code);
+    }
+    for (const n of [0, 1, 2]) expect((await db(n, 'shop').append('raced', [{ id: n }])).status).toBe(200);
+    expect(await sqlRows(0, 'shop', 'SELECT count(*)::INTEGER AS n FROM raced')).toEqual([{ n: 3 }]);
+  });
+
   test('appends through every node at once: every acknowledged row is there exactly once, with unique row keys', async () => {
     await db(0, 'shop').create({ table_name: 'events', schema: [{ name: 'id', type: 'i64', nullable: false }] });
 

@@ -374,7 +374,8 @@ describe('catalog changes of one database are applied one at a time', () => {
       databaseId: shop?.id ?? '',
       schemaIpc: 'x',
       indexes: '{}',
-      createdMs: Date.now(),
+      // Long enough ago that no node can still be creating it.
+      createdMs: Date.now() - 10 * 60_000,
       state: 'creating' as const,
     };
     await strata.app.ctx.store.insertTable({ ...leftover, name: 'half', tableId: 't_half1' });

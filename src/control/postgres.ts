@@ -412,6 +412,13 @@ export class PostgresControlStore implements ControlStore {
     });
   }
 
+  async markActive(id: string): Promise<void> {
+    await this.query(
+      "UPDATE databases SET state = 'active', last_error = NULL WHERE id = $1 AND state IN ('activating', 'active')",
+      [id],
+    );
+  }
+
   async claimVerification(id: string, forMs: number): Promise<boolean> {
     const rows = await this.query(
       `UPDATE databases SET verifying_until_ms = ${NOW_MS} + $2

@@ -294,6 +294,12 @@ export class SqliteControlStore implements ControlStore {
     if (state === 'verify_failed') this.events.emit({ kind: 'database_gone', databaseId: id });
   }
 
+  async markActive(id: string): Promise<void> {
+    this.statement(
+      "UPDATE databases SET state = 'active', last_error = NULL WHERE id = ? AND state IN ('activating', 'active')",
+    ).run(id);
+  }
+
   async claimVerification(id: string, forMs: number): Promise<boolean> {
     const now = Date.now();
     const claimed = this.statement(

@@ -71,6 +71,11 @@ export interface ControlStore extends CatalogStore {
   findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined>;
   listDatabases(accountId: string): Promise<DatabaseRecord[]>;
   databaseExists(id: string): Promise<boolean>;
+  /**
+   * Marks a database whose worker was placed `active`, unless meanwhile it left `activating` (a verification that
+   * failed on another node must not be undone by a placement that raced it).
+   */
+  markActive(id: string): Promise<void>;
   setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void>;
   /**
    * Claims the database's verification for `forMs` (one at a time across every node): false while another

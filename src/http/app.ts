@@ -128,7 +128,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     capacity: config.maxActiveDatabases,
     accountSharePercent: config.limits.workerSharePercent,
     idleMs: config.workerIdleMs,
-    onPlaced: async (ref) => store.setDatabaseState(ref.id, 'active', null),
+    onPlaced: async (ref) => store.markActive(ref.id),
     onError: (err, ref) => app.log.error({ err, database: ref.id }, 'worker placement failed'),
   });
   const databases = new Databases(store, storage, workers, config.limits.databasesPerAccount);

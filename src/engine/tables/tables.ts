@@ -55,6 +55,13 @@ export interface TableHandle {
   folder: DurableFolder | undefined;
 }
 
+/**
+ * A creation left `creating` for longer than this died half-way (its node crashed or was killed); younger, it may
+ * still be running on another node. Creating the dataset and its row-key and FTS indexes takes well under a
+ * second on a local folder and a few seconds on S3.
+ */
+const ABANDONED_CREATION_MS = 30_000;
+
 /** How often a table missing an ANN index looks whether another node's upkeep built it since. */
 const ANN_RECHECK_MS = 1000;
 
@@ -122,8 +129,18 @@ export class Tables {
       if (existing?.state === 'ready') {
         throw new Conflict(`table "${req.table_name}" already exists`, undefined, 'table_exists');
       }
-      // A creation that died half-way left its name in the catalog: clear it and start afresh.
-      if (existing !== undefined) await this.forget(existing, true);
+      if (existing !== undefined) {
+        // Another node may be creating it now: that one finishes, and this request is told to retry.
+        if (Date.now() - existing.createdMs < ABANDONED_CREATION_MS) {
+          throw new Conflict(
+            `creating table "${req.table_name}" was not applied: another creation of it was in flight; retry`,
+            1,
+            'catalog_change_in_flight',
+          );
+        }
+        // A creation that died half-way left its name in the catalog: clear it and start afresh.
+        await this.forget(existing, true);
+      }
       const held = (await this.catalog.listTables(this.databaseId)).length;
       if (held >= this.maxTables) {
         throw new LimitExceeded(
