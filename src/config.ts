@@ -36,6 +36,10 @@ export interface Config {
   upkeepIntervalMs: number;
   /** How long a node's upkeep lease on a table lasts unrenewed: how soon another node takes over from a dead one. */
   upkeepLeaseMs: number;
+  /** How long an idempotency key is remembered after its write (docs/api.md). */
+  idempotencyTtlMs: number;
+  /** How long a write holds its idempotency key unrenewed: a retry after its node died waits at most this long. */
+  idempotencyHoldMs: number;
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
   annMinRows: number;
   /**
@@ -101,6 +105,8 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'control-url': 'STRATA_CONTROL_URL',
   'upkeep-interval-ms': 'STRATA_UPKEEP_INTERVAL_MS',
   'upkeep-lease-ms': 'STRATA_UPKEEP_LEASE_MS',
+  'idempotency-ttl-ms': 'STRATA_IDEMPOTENCY_TTL_MS',
+  'idempotency-hold-ms': 'STRATA_IDEMPOTENCY_HOLD_MS',
   'ann-min-rows': 'STRATA_ANN_MIN_ROWS',
   'version-retention-ms': 'STRATA_VERSION_RETENTION_MS',
   'log-level': 'STRATA_LOG_LEVEL',
@@ -186,6 +192,8 @@ export function loadConfig(env: Env): Config {
     },
     upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
     upkeepLeaseMs: integer(env, 'STRATA_UPKEEP_LEASE_MS', 30_000, 300),
+    idempotencyTtlMs: integer(env, 'STRATA_IDEMPOTENCY_TTL_MS', 86_400_000, 1000),
+    idempotencyHoldMs: integer(env, 'STRATA_IDEMPOTENCY_HOLD_MS', 10_000, 100),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),

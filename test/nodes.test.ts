@@ -257,8 +257,12 @@ describe('three nodes on one PostgreSQL', () => {
 
     await cli(['keys', 'revoke', otherId], { STRATA_CONTROL_URL: controlUrl });
     const revokedAt = Date.now();
-    const statuses = await Promise.all(
-      nodes.map(async (node) => (await client(node.url, `Bearer ${other}`).get('/v1/databases')).status),
+    // Nodes remember live keys while they listen for revocations: the notice reaches them within milliseconds.
+    const statuses = await eventually(
+      () =>
+        Promise.all(nodes.map(async (node) => (await client(node.url, `Bearer ${other}`).get('/v1/databases')).status)),
+      (all) => all.every((s) => s === 401),
+      2000,
     );
 
     expect(statuses).toEqual([401, 401, 401]);

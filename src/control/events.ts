@@ -2,7 +2,10 @@
  * What one node tells the others through the control store (PostgreSQL's LISTEN/NOTIFY; within the process for
  * the embedded store). `resync`: notices may have been lost (the listener reconnected); check what you hold.
  */
-export type ControlEvent = { kind: 'database_gone'; databaseId: string } | { kind: 'resync' };
+export type ControlEvent =
+  | { kind: 'database_gone'; databaseId: string }
+  | { kind: 'key_revoked'; hash: string }
+  | { kind: 'resync' };
 
 export type ControlListener = (event: ControlEvent) => void;
 

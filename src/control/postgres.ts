@@ -7,6 +7,7 @@ import { ApiError, Conflict, Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
 import { type ControlEvent, ControlEvents } from './events.js';
+import { decide, type IdempotencyBegin, type IdempotencyScope } from './idempotency.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
 
 /** Numbered migrations; each runs once, in order, in a transaction, under the migration lock. Never edit one that shipped. */
@@ -51,6 +52,20 @@ const MIGRATIONS: readonly string[] = [
      table_id TEXT NOT NULL,
      PRIMARY KEY (database_id, table_id)
    );
+   CREATE TABLE idempotency (
+     account_id TEXT NOT NULL,
+     database_id TEXT NOT NULL,
+     key TEXT NOT NULL,
+     fingerprint TEXT NOT NULL,
+     state TEXT NOT NULL,
+     holder TEXT NOT NULL,
+     running_until_ms BIGINT NOT NULL,
+     intent TEXT,
+     response TEXT,
+     expires_ms BIGINT NOT NULL,
+     PRIMARY KEY (account_id, database_id, key)
+   );
+   CREATE INDEX idempotency_expiry ON idempotency (expires_ms);
    CREATE TABLE upkeep_leases (
      table_id TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -68,6 +83,11 @@ const CHANNEL = 'strata_control';
 /** Waits of the store: connecting, and any one statement. Past them a request answers 503, not a hang. */
 const CONNECT_TIMEOUT_MS = 2000;
 const STATEMENT_TIMEOUT_MS = 5000;
+/** API keys a node remembers (only while it hears every revocation: see `findKeyByHash`). */
+const KEYS_CACHED = 10_000;
+
+/** How often the listener proves its connection alive. */
+const HEARTBEAT_MS = 2000;
 /** How soon the listener connects again after its connection broke. */
 const RELISTEN_MS = 500;
 
@@ -148,6 +168,10 @@ const unavailable = () => new Unavailable('the control store is not answering; r
 export class PostgresControlStore implements ControlStore {
   readonly events = new ControlEvents();
   private listener: pg.Client | undefined;
+  /** Whether the listener is connected and listening: only then can a cached key be trusted. */
+  private listening = false;
+  /** Live keys by hash, dropped when a revocation is heard (`key_revoked`) and all at once when not listening. */
+  private readonly keys = new Map<string, ApiKeyRecord>();
   private closed = false;
 
   private constructor(
@@ -262,10 +286,22 @@ export class PostgresControlStore implements ControlStore {
    */
   private listen(): void {
     if (this.closed) return;
-    const client = new pg.Client({ connectionString: this.url, connectionTimeoutMillis: CONNECT_TIMEOUT_MS });
+    const client = new pg.Client({
+      connectionString: this.url,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      query_timeout: CONNECT_TIMEOUT_MS,
+      keepAlive: true,
+    });
     this.listener = client;
     let again = false;
+    // A connection that went silent (no reset ever arrives) would leave remembered keys unrevoked: a heartbeat
+    // that gets no answer counts as a break.
+    const heartbeat = setInterval(() => void client.query('SELECT 1').catch(() => reconnect()), HEARTBEAT_MS);
+    heartbeat.unref();
     const reconnect = () => {
+      this.listening = false;
+      this.keys.clear();
+      clearInterval(heartbeat);
       if (again) return;
       again = true;
       client.end().catch(() => undefined);
@@ -276,7 +312,9 @@ export class PostgresControlStore implements ControlStore {
     client.on('notification', (message) => {
       if (message.channel !== CHANNEL || message.payload === undefined) return;
       try {
-        this.events.emit(JSON.parse(message.payload) as ControlEvent);
+        const event = JSON.parse(message.payload) as ControlEvent;
+        if (event.kind === 'key_revoked') this.keys.delete(event.hash);
+        this.events.emit(event);
       } catch {
         // A notice this build cannot read is ignored.
       }
@@ -284,7 +322,11 @@ export class PostgresControlStore implements ControlStore {
     client
       .connect()
       .then(() => client.query(`LISTEN ${CHANNEL}`))
-      .then(() => this.events.emit({ kind: 'resync' }))
+      .then(() => {
+        if (again) return;
+        this.listening = true;
+        this.events.emit({ kind: 'resync' });
+      })
       .catch(reconnect);
   }
 
@@ -333,9 +375,25 @@ export class PostgresControlStore implements ControlStore {
     );
   }
 
+  /**
+   * A key by its hash. Live keys are remembered while this node listens: every revocation is announced in the
+   * statement that makes it (`revokeKey`), so a remembered key is dropped as soon as the notice arrives, and
+   * all of them whenever the listener is not connected (a notice may have been missed). Unknown and revoked
+   * keys are always looked up.
+   */
   async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
+    const cached = this.listening ? this.keys.get(hash) : undefined;
+    if (cached !== undefined) return cached;
+    const listening = this.listening;
     const [row] = await this.query<KeyRow>('SELECT * FROM api_keys WHERE hash = $1', [hash]);
-    return row === undefined ? undefined : keyFromRow(row);
+    if (row === undefined) return undefined;
+    const key = keyFromRow(row);
+    // Remembered only if the listener ran throughout the read: a revocation announced meanwhile was heard.
+    if (key.revokedMs === null && listening && this.listening) {
+      if (this.keys.size >= KEYS_CACHED) this.keys.delete(this.keys.keys().next().value as string);
+      this.keys.set(hash, key);
+    }
+    return key;
   }
 
   async listKeys(): Promise<ApiKeyListing[]> {
@@ -346,9 +404,11 @@ export class PostgresControlStore implements ControlStore {
   }
 
   async revokeKey(id: string, nowMs: number): Promise<boolean> {
+    // The notice is sent by the statement that revokes: every node hears it when the revocation commits.
     const rows = await this.query(
-      'UPDATE api_keys SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL RETURNING id',
-      [nowMs, id],
+      `WITH revoked AS (UPDATE api_keys SET revoked_ms = $1 WHERE id = $2 AND revoked_ms IS NULL RETURNING hash)
+       SELECT pg_notify($3, json_build_object('kind', 'key_revoked', 'hash', hash)::text) FROM revoked`,
+      [nowMs, id, CHANNEL],
     );
     return rows.length === 1;
   }
@@ -514,5 +574,96 @@ export class PostgresControlStore implements ControlStore {
 
   async releaseLease(tableId: string, holder: string): Promise<void> {
     await this.query('DELETE FROM upkeep_leases WHERE table_id = $1 AND holder = $2', [tableId, holder]);
+  }
+
+  async beginIdempotent(
+    scope: IdempotencyScope,
+    fingerprint: string,
+    holder: string,
+    runForMs: number,
+    keepForMs: number,
+  ): Promise<IdempotencyBegin> {
+    const where = [scope.accountId, scope.databaseId, scope.key];
+    return this.transaction(async (client) => {
+      const clock = await client.query<{ now: string }>(`SELECT ${NOW_MS} AS now`);
+      const now = Number(clock.rows[0]?.now ?? Date.now());
+      const inserted = await client.query(
+        `INSERT INTO idempotency
+           (account_id, database_id, key, fingerprint, state, holder, running_until_ms, intent, response, expires_ms)
+           VALUES ($1, $2, $3, $4, 'running', $5, $6, NULL, NULL, $7)
+           ON CONFLICT (account_id, database_id, key) DO NOTHING`,
+        [...where, fingerprint, holder, now + runForMs, now + keepForMs],
+      );
+      if (inserted.rowCount === 1) return { kind: 'started' };
+      const found = await client.query<{
+        fingerprint: string;
+        state: 'running' | 'done';
+        running_until_ms: string;
+        expires_ms: string;
+        intent: string | null;
+        response: string | null;
+      }>('SELECT * FROM idempotency WHERE account_id = $1 AND database_id = $2 AND key = $3 FOR UPDATE', where);
+      const row = found.rows[0];
+      // Deleted between the two statements (expired and purged): the client's retry starts it afresh.
+      if (row === undefined) throw unavailable();
+      const decision = decide(
+        {
+          fingerprint: row.fingerprint,
+          state: row.state,
+          runningUntilMs: Number(row.running_until_ms),
+          expiresMs: Number(row.expires_ms),
+          intent: row.intent,
+          response: row.response,
+        },
+        fingerprint,
+        now,
+      );
+      if (decision === 'resume') {
+        await client.query(
+          'UPDATE idempotency SET holder = $4, running_until_ms = $5 WHERE account_id = $1 AND database_id = $2 AND key = $3',
+          [...where, holder, now + runForMs],
+        );
+        return { kind: 'resumed', intent: row.intent };
+      }
+      if (decision !== 'restart') return decision;
+      await client.query(
+        `UPDATE idempotency SET fingerprint = $4, state = 'running', holder = $5, running_until_ms = $6, intent = NULL,
+           response = NULL, expires_ms = $7 WHERE account_id = $1 AND database_id = $2 AND key = $3`,
+        [...where, fingerprint, holder, now + runForMs, now + keepForMs],
+      );
+      return { kind: 'started' };
+    });
+  }
+
+  async renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void> {
+    await this.query(
+      `UPDATE idempotency SET running_until_ms = ${NOW_MS} + $5
+         WHERE account_id = $1 AND database_id = $2 AND key = $3 AND holder = $4 AND state = 'running'`,
+      [scope.accountId, scope.databaseId, scope.key, holder, runForMs],
+    );
+  }
+
+  async recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean> {
+    const rows = await this.query(
+      `UPDATE idempotency SET intent = $5
+         WHERE account_id = $1 AND database_id = $2 AND key = $3 AND holder = $4 AND state = 'running' RETURNING key`,
+      [scope.accountId, scope.databaseId, scope.key, holder, intent],
+    );
+    return rows.length === 1;
+  }
+
+  async finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void> {
+    await this.query(
+      `UPDATE idempotency SET state = 'done', response = $5
+         WHERE account_id = $1 AND database_id = $2 AND key = $3 AND holder = $4`,
+      [scope.accountId, scope.databaseId, scope.key, holder, response],
+    );
+  }
+
+  async dropIdempotent(scope: IdempotencyScope, holder: string): Promise<void> {
+    await this.query(
+      `DELETE FROM idempotency WHERE account_id = $1 AND database_id = $2 AND key = $3 AND holder = $4 AND state = 'running'`,
+      [scope.accountId, scope.databaseId, scope.key, holder],
+    );
   }
 }

@@ -9,6 +9,7 @@ import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
 import { ControlEvents } from './events.js';
+import { decide, type IdempotencyBegin, type IdempotencyRecord, type IdempotencyScope } from './idempotency.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
@@ -54,7 +55,21 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (database_id, table_id)
    );
    INSERT INTO written_tables (database_id, table_id) SELECT database_id, table_id FROM tables;`,
-  `ALTER TABLE databases ADD COLUMN verifying_until_ms INTEGER;
+  `CREATE TABLE idempotency (
+     account_id TEXT NOT NULL,
+     database_id TEXT NOT NULL,
+     key TEXT NOT NULL,
+     fingerprint TEXT NOT NULL,
+     state TEXT NOT NULL,
+     holder TEXT NOT NULL,
+     running_until_ms INTEGER NOT NULL,
+     intent TEXT,
+     response TEXT,
+     expires_ms INTEGER NOT NULL,
+     PRIMARY KEY (account_id, database_id, key)
+   );
+   CREATE INDEX idempotency_expiry ON idempotency (expires_ms);
+   ALTER TABLE databases ADD COLUMN verifying_until_ms INTEGER;
    CREATE TABLE upkeep_leases (
      table_id TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -402,5 +417,64 @@ export class SqliteControlStore implements ControlStore {
 
   async releaseLease(tableId: string, holder: string): Promise<void> {
     this.statement('DELETE FROM upkeep_leases WHERE table_id = ? AND holder = ?').run(tableId, holder);
+  }
+
+  async beginIdempotent(
+    scope: IdempotencyScope,
+    fingerprint: string,
+    holder: string,
+    runForMs: number,
+    keepForMs: number,
+  ): Promise<IdempotencyBegin> {
+    const now = Date.now();
+    const where = [scope.accountId, scope.databaseId, scope.key];
+    return this.db
+      .transaction((): IdempotencyBegin => {
+        this.statement('DELETE FROM idempotency WHERE expires_ms < ?').run(now);
+        const record = this.statement(
+          `SELECT fingerprint, state, running_until_ms AS runningUntilMs, expires_ms AS expiresMs, intent, response
+             FROM idempotency WHERE account_id = ? AND database_id = ? AND key = ?`,
+        ).get(...where) as IdempotencyRecord | undefined;
+        const decision = record === undefined ? 'restart' : decide(record, fingerprint, now);
+        if (decision === 'resume') {
+          this.statement(
+            'UPDATE idempotency SET holder = ?, running_until_ms = ? WHERE account_id = ? AND database_id = ? AND key = ?',
+          ).run(holder, now + runForMs, ...where);
+          return { kind: 'resumed', intent: record?.intent ?? null };
+        }
+        if (decision !== 'restart') return decision;
+        this.statement(
+          `INSERT OR REPLACE INTO idempotency
+             (account_id, database_id, key, fingerprint, state, holder, running_until_ms, intent, response, expires_ms)
+             VALUES (?, ?, ?, ?, 'running', ?, ?, NULL, NULL, ?)`,
+        ).run(...where, fingerprint, holder, now + runForMs, now + keepForMs);
+        return { kind: 'started' };
+      })
+      .immediate();
+  }
+
+  async renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void> {
+    this.statement(
+      "UPDATE idempotency SET running_until_ms = ? WHERE account_id = ? AND database_id = ? AND key = ? AND holder = ? AND state = 'running'",
+    ).run(Date.now() + runForMs, scope.accountId, scope.databaseId, scope.key, holder);
+  }
+
+  async recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean> {
+    const recorded = this.statement(
+      "UPDATE idempotency SET intent = ? WHERE account_id = ? AND database_id = ? AND key = ? AND holder = ? AND state = 'running'",
+    ).run(intent, scope.accountId, scope.databaseId, scope.key, holder);
+    return recorded.changes === 1;
+  }
+
+  async finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void> {
+    this.statement(
+      "UPDATE idempotency SET state = 'done', response = ? WHERE account_id = ? AND database_id = ? AND key = ? AND holder = ?",
+    ).run(response, scope.accountId, scope.databaseId, scope.key, holder);
+  }
+
+  async dropIdempotent(scope: IdempotencyScope, holder: string): Promise<void> {
+    this.statement(
+      "DELETE FROM idempotency WHERE account_id = ? AND database_id = ? AND key = ? AND holder = ? AND state = 'running'",
+    ).run(scope.accountId, scope.databaseId, scope.key, holder);
   }
 }

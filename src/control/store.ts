@@ -2,6 +2,7 @@ import type { DatabaseState } from '../contract/databases.js';
 import type { CatalogStore } from '../engine/tables/catalog.js';
 import type { Binding } from '../storage/binding.js';
 import type { ControlEvents } from './events.js';
+import type { IdempotencyBegin, IdempotencyScope } from './idempotency.js';
 
 export interface Account {
   id: string;
@@ -93,4 +94,24 @@ export interface ControlStore extends CatalogStore {
    */
   acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult>;
   releaseLease(tableId: string, holder: string): Promise<void>;
+
+  /**
+   * Starts a request carrying an idempotency key, atomically across nodes: a new (or expired) key is taken by
+   * `holder` for `runForMs` and kept `keepForMs`; otherwise the key's record decides (`IdempotencyBegin`).
+   */
+  beginIdempotent(
+    scope: IdempotencyScope,
+    fingerprint: string,
+    holder: string,
+    runForMs: number,
+    keepForMs: number,
+  ): Promise<IdempotencyBegin>;
+  /** Extends the running request's hold while its write runs. */
+  renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void>;
+  /** Records what the write is about to commit; false when `holder` no longer holds the key. */
+  recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean>;
+  /** Records the answer; later requests with the key get it. */
+  finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void>;
+  /** Forgets a key whose request failed before writing, so that it may be sent again. */
+  dropIdempotent(scope: IdempotencyScope, holder: string): Promise<void>;
 }

@@ -132,7 +132,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     onError: (err, ref) => app.log.error({ err, database: ref.id }, 'worker placement failed'),
   });
   const databases = new Databases(store, storage, workers, config.limits.databasesPerAccount);
-  const ctx: AppContext = { config, store, databases, workers };
+  const ctx: AppContext = { config, store, databases, workers, nodeId };
   app.decorate('ctx', ctx);
 
   // Bodies are JSON (and, for rows, Arrow streams); anything else is 415, never parsed as text.
@@ -185,7 +185,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     workers.release(id).catch((err: unknown) => app.log.error({ err, database: id }, 'letting a worker go failed'));
   const stopFollowing = store.events.on((event) => {
     if (event.kind === 'database_gone') void letGo(event.databaseId);
-    else
+    else if (event.kind === 'resync')
       for (const id of workers.placedIds()) {
         store.databaseExists(id).then(
           (exists) => (exists ? undefined : letGo(id)),

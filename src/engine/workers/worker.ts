@@ -14,6 +14,7 @@ import type { CatalogStore } from '../tables/catalog.js';
 import { type TableHandle, Tables } from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
+import { type BeforeCommit, landed, type WriteIntent } from '../writes/intent.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
@@ -102,12 +103,46 @@ export class DatabaseWorker {
     );
   }
 
-  append(table: string, body: RowsBody): Promise<WriteResult> {
-    return this.onTable(table, async (handle) => append(this.catalog, handle, await this.rowsOf(handle, body)));
+  append(table: string, body: RowsBody, beforeCommit?: BeforeCommit): Promise<WriteResult> {
+    return this.onTable(table, async (handle) =>
+      append(this.catalog, handle, await this.rowsOf(handle, body), beforeCommit),
+    );
   }
 
-  replace(table: string, predicate: string | undefined, body: RowsBody): Promise<WriteResult & RowCounts> {
-    return this.onTable(table, async (handle) => replace(handle, predicate, await this.rowsOf(handle, body)));
+  replace(
+    table: string,
+    predicate: string | undefined,
+    body: RowsBody,
+    beforeCommit?: BeforeCommit,
+  ): Promise<WriteResult & RowCounts> {
+    return this.onTable(table, async (handle) =>
+      replace(handle, predicate, await this.rowsOf(handle, body), beforeCommit),
+    );
+  }
+
+  /**
+   * A body's rows as the table stores them, and the table's version now, without writing: what an append or
+   * replace answered, for the replay of one that landed.
+   */
+  asStored(table: string, body: RowsBody): Promise<WriteResult> {
+    return this.onTable(table, async (handle) => {
+      const { batches, stream } = await this.rowsOf(handle, body);
+      return { rows: batches, stream, schema: handle.schema, version: await handle.lance.version() };
+    });
+  }
+
+  /** Whether a write with this intent (and body) is in the table: see `landed`. */
+  landed(table: string, intent: WriteIntent, body: RowsBody | undefined): Promise<boolean> {
+    return this.onTable(table, async (handle) => {
+      if (handle.record.tableId !== intent.tableId) return false;
+      const rows = body === undefined ? [] : (await this.rowsOf(handle, body)).batches;
+      return landed(handle, intent, rows);
+    });
+  }
+
+  /** The table's version now. */
+  version(table: string): Promise<number> {
+    return this.onTable(table, (handle) => handle.lance.version());
   }
 
   /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
@@ -116,8 +151,12 @@ export class DatabaseWorker {
     return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 
-  remove(table: string, predicate: string | undefined): Promise<RowCounts & { version: number }> {
-    return this.onTable(table, (handle) => remove(handle, predicate));
+  remove(
+    table: string,
+    predicate: string | undefined,
+    beforeCommit?: BeforeCommit,
+  ): Promise<RowCounts & { version: number }> {
+    return this.onTable(table, (handle) => remove(handle, predicate, beforeCommit));
   }
 
   search(table: string, req: HybridRequest): Promise<RowsResult> {

@@ -7,6 +7,7 @@ import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
 import { ROW_KEY, storedSchema } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import type { BeforeCommit } from './intent.js';
 import { batchOf, type ParsedRows, rowKeysOf } from './rows.js';
 
 export interface WriteResult {
@@ -66,12 +67,18 @@ async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<
 }
 
 /** Appends all rows in one commit, or none (docs/api.md). */
-export async function append(catalog: CatalogStore, table: TableHandle, parsed: ParsedRows): Promise<WriteResult> {
+export async function append(
+  catalog: CatalogStore,
+  table: TableHandle,
+  parsed: ParsedRows,
+  beforeCommit?: BeforeCommit,
+): Promise<WriteResult> {
   const { batches: rows, stream } = parsed;
   const n = rowCount(rows);
   return durably(table, async () => {
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
+    await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey: String(first), count: n });
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
     const result = await recording(table, 'append', () =>
       table.lance.add(new arrow.Table(withRowKeys(table, rows, keys))),
@@ -94,6 +101,7 @@ export async function replace(
   table: TableHandle,
   predicate: string | undefined,
   parsed: ParsedRows,
+  beforeCommit?: BeforeCommit,
 ): Promise<WriteResult & RowCounts> {
   const { batches: rows, stream } = parsed;
   const sent = rowCount(rows);
@@ -118,6 +126,7 @@ export async function replace(
         n_not_found: 0,
       };
     }
+    await beforeCommit?.({ kind: 'replace', tableId: table.record.tableId, keys: Array.from(keys, String) });
     const merged = await recording(table, 'rewrite', () =>
       table.lance
         .mergeInsert(ROW_KEY)
@@ -141,10 +150,21 @@ export async function replace(
 export async function remove(
   table: TableHandle,
   predicate: string | undefined,
+  beforeCommit?: BeforeCommit,
 ): Promise<RowCounts & { version: number }> {
   const checked = checkPredicate(predicate);
   return durably(table, async () => {
-    const matched = await readingPredicate(() => table.lance.countRows(checked));
+    // With an intent to record, the rows' keys are read (for a retry to check); otherwise only counted.
+    let matched: number;
+    if (beforeCommit === undefined) {
+      matched = await readingPredicate(() => table.lance.countRows(checked));
+    } else {
+      const keys = await readingPredicate(() => matchedKeys(table, checked));
+      matched = keys.length;
+      if (matched > 0) {
+        await beforeCommit({ kind: 'delete', tableId: table.record.tableId, keys: Array.from(keys, String) });
+      }
+    }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
     const deleted = await recording(table, 'rewrite', () => table.lance.delete(checked));
     const tombstoned = Math.min(matched, deleted.numDeletedRows);

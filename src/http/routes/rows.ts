@@ -1,12 +1,14 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorReplies } from '../../contract/common.js';
 import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody, RowsBytes } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
 import type { RowsBody as Rows } from '../../engine/writes/rows.js';
+import type { RowCounts as Counts, WriteResult } from '../../engine/writes/writes.js';
 import { BadRequest } from '../../errors.js';
 import { JSON_TYPE, negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWorker } from '../guard.js';
+import { idempotently, REPLAYED_HEADER, type StoredAnswer } from '../idempotency.js';
 
 const errors = errorReplies(404, 406, 409, 413, 415, 503);
 const tags = ['Rows'];
@@ -18,6 +20,22 @@ function rowsOf(req: FastifyRequest): Rows {
     throw new BadRequest(`send rows as application/json {"data": [...]} or as an ${ARROW_STREAM} body`);
   }
   return body;
+}
+
+const countsOf = (result: Counts): Counts => ({
+  matched: result.matched,
+  n_tombstoned: result.n_tombstoned,
+  n_not_found: result.n_not_found,
+});
+
+/** An earlier request's answer, repeated: its version, with the rows made again from the same body. */
+async function replayed(
+  reply: FastifyReply,
+  answer: StoredAnswer,
+  asStored: Promise<WriteResult>,
+): Promise<WriteResult> {
+  void reply.header(REPLAYED_HEADER, 'true');
+  return { ...(await asStored), version: answer.version };
 }
 
 /** The OpenAPI document shows the rows body the routes take as bytes (`RowsBytes`) as `RowsBody`. */
@@ -55,9 +73,20 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req, reply) => {
       const encoding = negotiate(req, ROW_ENCODINGS);
-      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
-        worker.append(req.query.table, rowsOf(req)),
-      );
+      const { table } = req.query;
+      const body = rowsOf(req);
+      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+        const outcome = await idempotently(ctx, req, worker.ref.id, {
+          fingerprint: ['append', table, undefined, body.kind, body.bytes],
+          run: (beforeCommit) => worker.append(table, body, beforeCommit),
+          answer: (written) => ({ version: written.version }),
+          recover: async (intent) =>
+            (await worker.landed(table, intent, body)) ? { version: await worker.version(table) } : undefined,
+        });
+        return outcome.kind === 'fresh'
+          ? outcome.result
+          : replayed(reply, outcome.answer, worker.asStored(table, body));
+      });
       void reply.header('x-strata-table-version', String(result.version));
       return sendRows(reply, encoding, result, 'written');
     },
@@ -78,10 +107,24 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req, reply) => {
       const encoding = negotiate(req, [JSON_TYPE, ARROW_STREAM]);
-      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
-        worker.replace(req.query.table, req.query.predicate, rowsOf(req)),
-      );
-      const counts = { matched: result.matched, n_tombstoned: result.n_tombstoned, n_not_found: result.n_not_found };
+      const { table, predicate } = req.query;
+      const body = rowsOf(req);
+      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+        const outcome = await idempotently(ctx, req, worker.ref.id, {
+          fingerprint: ['update', table, predicate, body.kind, body.bytes],
+          run: (beforeCommit) => worker.replace(table, predicate, body, beforeCommit),
+          answer: (written) => ({ version: written.version, counts: countsOf(written) }),
+          recover: async (intent) => {
+            if (intent.kind !== 'replace' || !(await worker.landed(table, intent, body))) return undefined;
+            const n = intent.keys.length;
+            return { version: await worker.version(table), counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
+          },
+        });
+        if (outcome.kind === 'fresh') return outcome.result;
+        const rows = await replayed(reply, outcome.answer, worker.asStored(table, body));
+        return { ...rows, ...(outcome.answer.counts ?? { matched: 0, n_tombstoned: 0, n_not_found: 0 }) };
+      });
+      const counts = countsOf(result);
       void reply.header('x-strata-table-version', String(result.version));
       if (encoding === JSON_TYPE) return counts;
       void reply.headers({
@@ -105,11 +148,27 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       },
     },
     async (req, reply) => {
-      const result = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
-        worker.remove(req.query.table, req.query.predicate),
-      );
+      const { table, predicate } = req.query;
+      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+        const outcome = await idempotently(ctx, req, worker.ref.id, {
+          fingerprint: ['delete', table, predicate],
+          run: (beforeCommit) => worker.remove(table, predicate, beforeCommit),
+          answer: (removed) => ({ version: removed.version, counts: countsOf(removed) }),
+          recover: async (intent) => {
+            if (intent.kind !== 'delete' || !(await worker.landed(table, intent, undefined))) return undefined;
+            const n = intent.keys.length;
+            return { version: await worker.version(table), counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
+          },
+        });
+        if (outcome.kind === 'fresh') return outcome.result;
+        void reply.header(REPLAYED_HEADER, 'true');
+        return {
+          version: outcome.answer.version,
+          ...(outcome.answer.counts ?? { matched: 0, n_tombstoned: 0, n_not_found: 0 }),
+        };
+      });
       void reply.header('x-strata-table-version', String(result.version));
-      return { matched: result.matched, n_tombstoned: result.n_tombstoned, n_not_found: result.n_not_found };
+      return countsOf(result);
     },
   );
 };

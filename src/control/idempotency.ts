@@ -1,0 +1,43 @@
+/** One idempotency key: an account's, for one database (docs/api.md, Idempotent writes). */
+export interface IdempotencyScope {
+  accountId: string;
+  databaseId: string;
+  key: string;
+}
+
+/** A key's record as the store keeps it. */
+export interface IdempotencyRecord {
+  fingerprint: string;
+  state: 'running' | 'done';
+  runningUntilMs: number;
+  expiresMs: number;
+  /** What the write was about to commit (JSON), once it got that far. */
+  intent: string | null;
+  /** The answer, once the write finished (JSON). */
+  response: string | null;
+}
+
+/** What a request carrying a key should do, decided by the store atomically. */
+export type IdempotencyBegin =
+  /** The first request with the key (or the first since it expired): run the write. */
+  | { kind: 'started' }
+  /** The key was used for a different request. */
+  | { kind: 'mismatch' }
+  /** The first request is still running. */
+  | { kind: 'running' }
+  /** The first request finished: answer what it answered. */
+  | { kind: 'done'; response: string }
+  /** The first request's node stopped before it finished: find out whether its write landed. */
+  | { kind: 'resumed'; intent: string | null };
+
+/** The decision for a request with `fingerprint` given the key's live record (both stores share it). */
+export function decide(
+  record: IdempotencyRecord,
+  fingerprint: string,
+  nowMs: number,
+): 'restart' | 'resume' | Exclude<IdempotencyBegin, { kind: 'resumed' | 'started' }> {
+  if (record.expiresMs < nowMs) return 'restart';
+  if (record.fingerprint !== fingerprint) return { kind: 'mismatch' };
+  if (record.state === 'done') return { kind: 'done', response: record.response ?? '{}' };
+  return record.runningUntilMs < nowMs ? 'resume' : { kind: 'running' };
+}

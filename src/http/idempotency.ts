@@ -1,0 +1,138 @@
+import { createHash } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+import type { IdempotencyScope } from '../control/idempotency.js';
+import type { BeforeCommit, WriteIntent } from '../engine/writes/intent.js';
+import type { RowCounts } from '../engine/writes/writes.js';
+import { BadRequest, Conflict, Unprocessable } from '../errors.js';
+import type { AppContext } from './context.js';
+
+/** The header a client names a write with, so that sending it again never applies it twice (docs/api.md). */
+export const IDEMPOTENCY_HEADER = 'idempotency-key';
+/** On a reply that repeats an earlier request's answer instead of writing. */
+export const REPLAYED_HEADER = 'idempotent-replayed';
+
+const KEY_PATTERN = /^[\x20-\x7e]{1,255}$/;
+
+/** What is kept of a write's answer; rows it echoed are made again from the same body when replayed. */
+export interface StoredAnswer {
+  version: number;
+  counts?: RowCounts;
+}
+
+/** One idempotent write: how to run it, and how to tell and answer a run that landed but was never answered. */
+export interface IdempotentWrite<R> {
+  /** The request's parts that must match for a key to be reused: route, table, predicate, body. */
+  fingerprint: readonly (string | Uint8Array | undefined)[];
+  run(beforeCommit: BeforeCommit | undefined): Promise<R>;
+  answer(result: R): StoredAnswer;
+  /** Whether a run that recorded `intent` landed, and what it would have answered. */
+  recover(intent: WriteIntent): Promise<StoredAnswer | undefined>;
+}
+
+/** A write's outcome: its own result, or an earlier request's answer to repeat. */
+export type IdempotentOutcome<R> = { kind: 'fresh'; result: R } | { kind: 'replayed'; answer: StoredAnswer };
+
+/** The idempotency key a request carries, checked; undefined when it carries none. */
+export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
+  const raw = req.headers[IDEMPOTENCY_HEADER];
+  if (raw === undefined) return undefined;
+  if (typeof raw !== 'string' || !KEY_PATTERN.test(raw)) {
+    throw new BadRequest('header Idempotency-Key must be 1–255 printable ASCII characters');
+  }
+  return raw;
+}
+
+export function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): string {
+  const hash = createHash('sha256');
+  for (const part of parts) {
+    const bytes = part === undefined ? new Uint8Array() : typeof part === 'string' ? Buffer.from(part) : part;
+    // Each part is length-prefixed, so that no two different requests hash the same stream of bytes.
+    hash.update(`${part === undefined ? -1 : bytes.length}:`);
+    hash.update(bytes);
+  }
+  return hash.digest('hex');
+}
+
+/** Test builds only: the process kills itself after every Nth committed write, before answering it. */
+const CRASH_EVERY = Number(process.env.STRATA_TEST_CRASH_AFTER_COMMIT_EVERY ?? 0);
+let committed = 0;
+
+/**
+ * Runs a write under the request's idempotency key, if it has one (docs/api.md, Idempotent writes). The key is
+ * claimed in the control store; the write's intent is recorded there before it commits, and its answer after.
+ * A repeat gets the first answer without writing; a repeat after the first's node died finds out from the
+ * intent whether that write landed, and applies it only if it did not.
+ */
+export async function idempotently<R>(
+  ctx: AppContext,
+  req: FastifyRequest,
+  databaseId: string,
+  write: IdempotentWrite<R>,
+): Promise<IdempotentOutcome<R>> {
+  const key = idempotencyKeyOf(req);
+  if (key === undefined) return { kind: 'fresh', result: await write.run(undefined) };
+  const { store, nodeId, config } = ctx;
+  // Held this long unrenewed: a node that died holding the key blocks a retry no longer than this.
+  const holdMs = config.idempotencyHoldMs;
+  const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
+  const begun = await store.beginIdempotent(
+    scope,
+    fingerprintOf(write.fingerprint),
+    nodeId,
+    holdMs,
+    config.idempotencyTtlMs,
+  );
+  switch (begun.kind) {
+    case 'mismatch':
+      throw new Unprocessable(
+        'this Idempotency-Key was used for a different request (route, table, predicate or body); use a new key',
+        'idempotency_key_reused',
+      );
+    case 'running':
+      throw new Conflict(
+        'a request with this Idempotency-Key is still running; retry after Retry-After',
+        1,
+        'idempotency_key_in_flight',
+      );
+    case 'done':
+      return { kind: 'replayed', answer: JSON.parse(begun.response) as StoredAnswer };
+    case 'resumed': {
+      const recovered =
+        begun.intent === null ? undefined : await write.recover(JSON.parse(begun.intent) as WriteIntent);
+      if (recovered !== undefined) {
+        await store.finishIdempotent(scope, nodeId, JSON.stringify(recovered));
+        return { kind: 'replayed', answer: recovered };
+      }
+      break;
+    }
+    case 'started':
+      break;
+  }
+
+  const renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);
+  renew.unref();
+  let intended = false;
+  try {
+    const result = await write.run(async (intent) => {
+      if (!(await store.recordIntent(scope, nodeId, JSON.stringify(intent)))) {
+        throw new Conflict(
+          'this Idempotency-Key was taken over by a retry while the request ran; nothing was written',
+          1,
+          'idempotency_key_in_flight',
+        );
+      }
+      intended = true;
+    });
+    if (CRASH_EVERY > 0 && ++committed % CRASH_EVERY === 0) process.kill(process.pid, 'SIGKILL');
+    await store.finishIdempotent(scope, nodeId, JSON.stringify(write.answer(result)));
+    return { kind: 'fresh', result };
+  } catch (err) {
+    // Before its intent was recorded the write did not commit: the key is let go for a retry. After, it may
+    // have: the key's hold lapses at once, so a retry looks for the write before applying it again.
+    const letGo = intended ? store.renewIdempotent(scope, nodeId, -1) : store.dropIdempotent(scope, nodeId);
+    await letGo.catch(() => undefined);
+    throw err;
+  } finally {
+    clearInterval(renew);
+  }
+}

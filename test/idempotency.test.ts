@@ -1,0 +1,172 @@
+import { beforeAll, describe, expect, test } from 'vitest';
+import { fingerprintOf } from '../src/http/idempotency.js';
+import { activeLocalDatabase, serveFile } from './support/server.js';
+import { type Row, tablesOf } from './support/tables.js';
+
+const { strata, api } = serveFile({ STRATA_IDEMPOTENCY_TTL_MS: '1500' }, { database: 'idem' });
+const db = tablesOf(api, 'idem');
+
+beforeAll(async () => {
+  await activeLocalDatabase(api, 'other');
+  for (const d of [db, tablesOf(api, 'other')]) {
+    const created = await d.create({
+      table_name: 'items',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'utf8' },
+      ],
+    });
+    expect(created.status).toBe(200);
+  }
+});
+
+let keyNo = 0;
+const newKey = () => `key-${Date.now()}-${keyNo++}`;
+
+/** A write with an Idempotency-Key, answered as JSON. */
+function send(path: string, key: string, body?: unknown, database = 'idem') {
+  return api.request<Record<string, unknown>>('POST', `/v1/${path.replace('{db}', database)}`, body, {
+    'idempotency-key': key,
+    accept: 'application/json',
+  });
+}
+
+const rows = async (where = 'true', database = 'idem'): Promise<Row[]> =>
+  (
+    await api.request<{ data: Row[] }>(
+      'POST',
+      `/v1/query_sql/${database}`,
+      { query: `SELECT id::INTEGER AS id, v FROM items WHERE ${where} ORDER BY id, v` },
+      { accept: 'application/json' },
+    )
+  ).json.data;
+
+describe('Idempotency-Key', () => {
+  test('an append sent again with its key writes nothing and answers what the first answered', async () => {
+    const key = newKey();
+    const body = {
+      data: [
+        { id: 1, v: 'one' },
+        { id: 2, v: 'two' },
+      ],
+    };
+
+    const first = await send('append/{db}?table=items', key, body);
+    const again = await send('append/{db}?table=items', key, body);
+
+    expect(first.status).toBe(200);
+    expect(first.headers.get('idempotent-replayed')).toBeNull();
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-strata-table-version')).toBe(first.headers.get('x-strata-table-version'));
+    expect(again.json).toEqual(first.json);
+    expect(await rows('id IN (1, 2)')).toEqual([
+      { id: 1, v: 'one' },
+      { id: 2, v: 'two' },
+    ]);
+  });
+
+  test('an update and a delete sent again answer their first counts and change nothing more', async () => {
+    await db.append('items', [
+      { id: 10, v: 'a' },
+      { id: 11, v: 'b' },
+    ]);
+    const updateKey = newKey();
+    const path = `update/{db}?table=items&predicate=${encodeURIComponent('id = 10')}`;
+    const update = await send(path, updateKey, { data: [{ id: 12, v: 'moved' }] });
+    const updateAgain = await send(path, updateKey, { data: [{ id: 12, v: 'moved' }] });
+
+    expect(update.json).toEqual({ matched: 1, n_tombstoned: 1, n_not_found: 0 });
+    // Sent without its key, the same update now matches nothing (its row became id 12): 409.
+    expect(updateAgain.status).toBe(200);
+    expect(updateAgain.json).toEqual(update.json);
+    expect(updateAgain.headers.get('idempotent-replayed')).toBe('true');
+
+    const deleteKey = newKey();
+    const remove = await send(`delete/{db}?table=items&predicate=${encodeURIComponent('id = 11')}`, deleteKey);
+    const removeAgain = await send(`delete/{db}?table=items&predicate=${encodeURIComponent('id = 11')}`, deleteKey);
+
+    expect(remove.json).toEqual({ matched: 1, n_tombstoned: 1, n_not_found: 0 });
+    expect(removeAgain.json).toEqual(remove.json);
+    expect(removeAgain.headers.get('x-strata-table-version')).toBe(remove.headers.get('x-strata-table-version'));
+    expect(await rows('id BETWEEN 10 AND 12')).toEqual([{ id: 12, v: 'moved' }]);
+  });
+
+  test('the same key with a different request is 422 and writes nothing', async () => {
+    const key = newKey();
+    expect((await send('append/{db}?table=items', key, { data: [{ id: 20, v: 'x' }] })).status).toBe(200);
+
+    const otherBody = await send('append/{db}?table=items', key, { data: [{ id: 21, v: 'y' }] });
+    const otherRoute = await send(`delete/{db}?table=items&predicate=${encodeURIComponent('id = 20')}`, key);
+
+    for (const res of [otherBody, otherRoute]) {
+      expect(res.status).toBe(422);
+      expect(res.json.code).toBe('idempotency_key_reused');
+    }
+    expect(await rows('id IN (20, 21)')).toEqual([{ id: 20, v: 'x' }]);
+  });
+
+  test('a repeat while the first is still running is 409 with Retry-After', async () => {
+    const key = newKey();
+    const store = strata.app.ctx.store;
+    const account = await store.ensureAccount('acme');
+    const database = await store.findDatabase(account.id, 'idem');
+    const body = { data: [{ id: 30, v: 'z' }] };
+    // Another node holds the key for this very request now, as it would while its write runs.
+    const begun = await store.beginIdempotent(
+      { accountId: account.id, databaseId: database?.id ?? '', key },
+      fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
+      'another-node',
+      60_000,
+      60_000,
+    );
+    expect(begun.kind).toBe('started');
+
+    const res = await send('append/{db}?table=items', key, body);
+
+    expect(res.status).toBe(409);
+    expect(res.json.code).toBe('idempotency_key_in_flight');
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(await rows('id = 30')).toEqual([]);
+  });
+
+  test('keys are per database, and expire: once forgotten, the same key writes again', async () => {
+    const key = newKey();
+    const body = { data: [{ id: 40, v: 'w' }] };
+    expect((await send('append/{db}?table=items', key, body)).status).toBe(200);
+    const elsewhere = await send('append/{db}?table=items', key, body, 'other');
+    expect(elsewhere.headers.get('idempotent-replayed')).toBeNull();
+    expect(await rows('id = 40', 'other')).toEqual([{ id: 40, v: 'w' }]);
+
+    await new Promise((resolve) => setTimeout(resolve, 1700));
+    const later = await send('append/{db}?table=items', key, body);
+
+    expect(later.status).toBe(200);
+    expect(later.headers.get('idempotent-replayed')).toBeNull();
+    expect(await rows('id = 40')).toEqual([
+      { id: 40, v: 'w' },
+      { id: 40, v: 'w' },
+    ]);
+  });
+
+  test('a write refused before it committed frees its key for a corrected retry', async () => {
+    const key = newKey();
+    const bad = await send('append/{db}?table=nope', key, { data: [{ id: 50 }] });
+    expect(bad.status).toBe(404);
+
+    const good = await send('append/{db}?table=nope', key, { data: [{ id: 50 }] });
+    expect(good.status).toBe(404);
+    expect(good.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  test.each([
+    ['empty', ''],
+    ['longer than 255 characters', 'k'.repeat(256)],
+  ])('a key that is %s is 400 naming the header', async (_what, key) => {
+    const res = await send('append/{db}?table=items', key, { data: [{ id: 60, v: 'n' }] });
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/Idempotency-Key/);
+    expect(await rows('id = 60')).toEqual([]);
+  });
+});
