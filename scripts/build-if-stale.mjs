@@ -13,6 +13,11 @@ function newest(dir) {
 }
 
 const built = existsSync('dist/cli.js') ? statSync('dist/cli.js').mtimeMs : 0;
+const client = existsSync('packages/client/dist/index.js') ? statSync('packages/client/dist/index.js').mtimeMs : 0;
+// The CLI's client commands run on the client package, built first.
+if (client === 0 || newest('packages/client/src') > client) {
+  execFileSync('npx', ['tsc', '-p', 'packages/client/tsconfig.json'], { stdio: 'inherit' });
+}
 if (built === 0 || newest('src') > built) {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 }

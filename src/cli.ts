@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+import { CLIENT_USAGE, runClientCommand, UsageError } from './cli/commands.js';
 import { ConfigError, flagsToEnv, loadConfig } from './config.js';
 import { issueKey } from './control/keys.js';
 import { openControlStore } from './control/open.js';
@@ -8,7 +9,8 @@ const USAGE = `usage:
   strata serve [--host H] [--port P] [--data-dir DIR] [--…]   serve the API (flags mirror STRATA_* variables)
   strata keys create --account NAME [--data-dir DIR]        issue a key; prints it once on a line of its own
   strata keys list [--data-dir DIR]                         list keys (ids, accounts, states; never secrets)
-  strata keys revoke ID [--data-dir DIR]                    revoke a key at once`;
+  strata keys revoke ID [--data-dir DIR]                    revoke a key at once
+${CLIENT_USAGE}`;
 
 /** Pulls `--account NAME` (a keys-only option) out of the flags, leaving the config flags. */
 function takeOption(args: string[], name: string): string | undefined {
@@ -67,6 +69,16 @@ async function main(argv: string[]): Promise<number | undefined> {
     return undefined;
   }
   if (command === 'keys') return keys(rest);
+  if (command !== undefined) {
+    try {
+      const code = await runClientCommand(command, rest);
+      if (code !== undefined) return code;
+    } catch (err) {
+      if (!(err instanceof UsageError)) throw err;
+      process.stderr.write(`strata ${command}: ${err.message}\n${USAGE}\n`);
+      return 2;
+    }
+  }
   // A bare `strata` says how to call it rather than starting a server nobody asked for.
   process.stderr.write(`${USAGE}\n`);
   return command === '--help' || command === 'help' ? 0 : 2;

