@@ -104,7 +104,12 @@ describe('the client against a real server', () => {
     expect(exact.map((r) => r.id)).toEqual([42]);
     const tokens = (await items.tokenMatch({ field: 'body', query: 'apples row', operator: 'and', limit: 3 })) as Table;
     expect(tokens.numRows).toBe(3);
-    expect((await items.schema()).indexes.fts).toEqual([{ column: 'body', analyzer: 'standard' }]);
+    expect((await items.schema()).map((c) => [c.name, c.type])).toEqual([
+      ['id', 'i64'],
+      ['body', 'utf8'],
+      ['emb', 'vector'],
+    ]);
+    expect(described.indexes.fts).toEqual([{ column: 'body', analyzer: 'ascii_lower' }]);
 
     expect(await items.update('id = 1', [{ id: 1, body: 'changed', emb: [1, 0, 0, 0] }])).toEqual({
       matched: 1,

@@ -51,7 +51,8 @@ function clientOf(parsed: Parsed): Strata {
   const apiKey = (parsed.values['api-key'] as string | undefined) ?? process.env.STRATA_API_KEY;
   if (apiKey === undefined || apiKey === '')
     throw new UsageError('an API key is required: --api-key or STRATA_API_KEY');
-  return new Strata({ url, apiKey });
+  // A load outlasts a restart of the service: a dead node's hold on a request's key lapses within seconds.
+  return new Strata({ url, apiKey, retry: { retries: 30, baseDelayMs: 250, maxDelayMs: 5000 } });
 }
 
 function formatOf(parsed: Parsed): Format {
@@ -188,9 +189,9 @@ async function vectorColumns(
   kind: FileKind,
 ): Promise<Map<string, number>> {
   if (!create) {
-    const described = await db.table(table).schema();
+    const columns = await db.table(table).schema();
     return new Map(
-      described.schema.flatMap((c) => (c.type === 'vector' && c.dim !== undefined ? [[c.name, c.dim] as const] : [])),
+      columns.flatMap((c) => (c.type === 'vector' && c.dim !== undefined ? [[c.name, c.dim] as const] : [])),
     );
   }
   if (declared.length === 0) return new Map();

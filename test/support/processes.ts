@@ -21,8 +21,8 @@ export interface Served {
 }
 
 /** `strata serve` as its own process, as a user would start it; resolves once it listens. */
-export async function serveProcess(dataDir: string, env: Record<string, string> = {}): Promise<Served> {
-  const port = await freePort();
+export async function serveProcess(dataDir: string, env: Record<string, string> = {}, port?: number): Promise<Served> {
+  port ??= await freePort();
   const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -3,6 +3,7 @@ import { type ChunkLimits, chunksOf, type RowsSource } from './batches.js';
 import { ARROW_STREAM, Http, JSON_TYPE, jsonOf, type Request, type Response, type RetryOptions } from './http.js';
 import type {
   AppendReport,
+  ColumnDescriptor,
   DatabaseSummary,
   DeleteDatabaseReply,
   DropTableReply,
@@ -61,7 +62,7 @@ export class Strata {
     this.http = new Http({
       url: options.url,
       apiKey: options.apiKey,
-      retry: { retries: 5, baseDelayMs: 100, maxDelayMs: 5000, ...options.retry },
+      retry: { retries: 8, baseDelayMs: 200, maxDelayMs: 5000, ...options.retry },
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
     });
     this.databases = new Databases(this.http);
@@ -274,8 +275,8 @@ export class StrataTable {
     return readRows(this.http, { method: 'POST', path: this.path('exact_match'), json }, options);
   }
 
-  /** The table's columns and indexes. */
-  async schema(): Promise<TableDescription> {
+  /** The table's columns. */
+  async schema(): Promise<ColumnDescriptor[]> {
     const res: Response = await this.http.send({
       method: 'POST',
       path: this.path('schema'),

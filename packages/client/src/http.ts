@@ -45,8 +45,16 @@ function retryAfterOf(headers: Headers): number | undefined {
   return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
+/**
+ * Codes of a 409 that ask for the same request again later: its own earlier attempt still holds its idempotency
+ * key (say, on a node that died), or another write committed first. Requests carry idempotency keys, so a
+ * retry of either never applies a write twice.
+ */
+const RETRY_CONFLICTS: ReadonlySet<string | undefined> = new Set(['idempotency_key_in_flight', 'write_conflict']);
+
 /** Whether an answer may be asked again: the service is busy or unavailable, never another refusal. */
-const retryable = (status: number) => status === 429 || status === 503;
+const retryable = (status: number, code?: string) =>
+  status === 429 || status === 503 || (status === 409 && RETRY_CONFLICTS.has(code));
 
 /**
  * The client's one way to the service: the key on every request, retries with backoff and jitter on network
@@ -65,10 +73,10 @@ export class Http {
         const res = await this.once(req);
         if (res.status < 400) return res;
         failure = errorOf(res);
-        if (!retryable(res.status)) throw failure;
+        if (!retryable(res.status, failure.code)) throw failure;
         waitMs = failure.retryAfterMs ?? 0;
       } catch (err) {
-        if (err instanceof StrataError && !retryable(err.status) && err.status !== 0) throw err;
+        if (err instanceof StrataError && !retryable(err.status, err.code) && err.status !== 0) throw err;
         failure =
           err instanceof StrataError
             ? err

@@ -1,0 +1,230 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import type { Data, FixedSizeList } from 'apache-arrow';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
+import { rememberSecret } from './support/logs.js';
+import { CLI, cli, type Served, serveProcess } from './support/processes.js';
+import { activeLocalDatabase, type Client, client, eventually, freePort } from './support/server.js';
+
+/**
+ * `strata load` against a real server: Parquet, CSV, JSON Lines and Arrow files written by DuckDB (and Arrow JS),
+ * loaded and compared row for row; a load killed half-way and run again; a server killed under a load.
+ */
+
+const ROWS = 100_000;
+const KEY = `sk_${'l'.repeat(43)}`;
+const dir = mkdtempSync(join(tmpdir(), 'strata-load-'));
+const children: ChildProcess[] = [];
+let server: Served;
+let port: number;
+let api: Client;
+/** The source's digest, as DuckDB computes it from the rows themselves. */
+let expected: Record<string, unknown>[];
+
+/** The rows every file holds: an id, some words, and an 8-d vector. */
+const SOURCE = `SELECT i::BIGINT AS id, 'word' || (i % 100) || ' text ' || i AS body,
+  list_transform(range(8), j -> (((i * 7 + j) % 13) + 1)::FLOAT / 13)::FLOAT[8] AS emb FROM range(${ROWS}) t(i)`;
+
+const file = (name: string) => join(dir, name);
+const env = () => ({ STRATA_URL: `http://127.0.0.1:${port}`, STRATA_API_KEY: KEY });
+
+beforeAll(async () => {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  await connection.run(`COPY (${SOURCE}) TO '${file('rows.parquet')}' (FORMAT PARQUET)`);
+  await connection.run(`COPY (${SOURCE}) TO '${file('rows.csv')}' (HEADER)`);
+  await connection.run(`COPY (${SOURCE}) TO '${file('rows.jsonl')}' (FORMAT JSON)`);
+  // The Arrow file: the same rows, read back from the Parquet file and written with Arrow JS.
+  const ids = BigInt64Array.from({ length: ROWS }, (_, i) => BigInt(i));
+  const body = Array.from({ length: ROWS }, (_, i) => `word${i % 100} text ${i}`);
+  const emb = Float32Array.from({ length: ROWS * 8 }, (_, k) => {
+    const [i, j] = [Math.floor(k / 8), k % 8];
+    return Math.fround((((i * 7 + j) % 13) + 1) / 13);
+  });
+  const schema = new arrow.Schema([
+    new arrow.Field('id', new arrow.Int64(), false),
+    new arrow.Field('body', new arrow.Utf8(), true),
+    new arrow.Field('emb', new arrow.FixedSizeList(8, new arrow.Field('item', new arrow.Float32(), true)), true),
+  ]);
+  const struct = arrow.makeData({
+    type: new arrow.Struct(schema.fields),
+    length: ROWS,
+    nullCount: 0,
+    children: [
+      arrow.makeData({ type: new arrow.Int64(), length: ROWS, data: ids }),
+      arrow.vectorFromArray(body, new arrow.Utf8()).data[0] as Data,
+      arrow.makeData({
+        type: schema.fields[2]?.type as FixedSizeList,
+        length: ROWS,
+        nullCount: 0,
+        child: arrow.makeData({ type: new arrow.Float32(), length: ROWS * 8, data: emb }),
+      }),
+    ],
+  });
+  writeFileSync(
+    file('rows.arrow'),
+    arrow.tableToIPC(new arrow.Table([new arrow.RecordBatch(schema, struct)]), 'stream'),
+  );
+  expected = (
+    await (
+      await connection.run(
+        `SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids,
+           sum(hash(id, body, emb::FLOAT[8]::VARCHAR) % 1000000007)::VARCHAR AS h FROM (${SOURCE})`,
+      )
+    ).getRowObjectsJson()
+  ).map((row) => ({ ...row }));
+  connection.closeSync();
+  instance.closeSync();
+
+  rememberSecret(KEY);
+  port = await freePort();
+  server = await serveProcess(join(dir, 'data'), { STRATA_BOOTSTRAP_KEY: KEY }, port);
+  api = client(server.url, `Bearer ${KEY}`);
+  await activeLocalDatabase(api, 'db');
+}, 120_000);
+
+afterAll(() => {
+  for (const child of [...children, server?.child]) child?.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function sql(query: string): Promise<Record<string, unknown>[]> {
+  const res = await api.request<{ data: Record<string, unknown>[] }>(
+    'POST',
+    '/v1/query_sql/db',
+    { query },
+    { accept: 'application/json' },
+  );
+  if (res.status !== 200) throw new Error(`${res.status} ${JSON.stringify(res.json)}`);
+  return res.json.data;
+}
+
+/** A digest of a table's rows that any difference in id, text or vector changes. */
+const digest = (table: string) =>
+  sql(
+    `SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids,
+       sum(hash(id, body, emb::VARCHAR) % 1000000007)::VARCHAR AS h FROM ${table}`,
+  );
+
+describe('strata load', () => {
+  test.each(['parquet', 'csv', 'jsonl', 'arrow'])(
+    'a %s file of 100k rows loads into a new table, row for row',
+    async (kind) => {
+      const table = `from_${kind}`;
+      const loaded = await cli(
+        [
+          'load',
+          file(`rows.${kind}`),
+          '--database',
+          'db',
+          '--table',
+          table,
+          '--create',
+          '--fts',
+          'body',
+          '--vector',
+          'emb:cosine',
+        ],
+        env(),
+      );
+
+      expect(loaded.stderr).toMatch(/loaded 100,000 rows/);
+      expect(await digest(table)).toEqual(expected);
+      const schema = await api.request<{ name: string; type: string }[]>('POST', '/v1/schema/db', {
+        table_name: table,
+      });
+      expect(schema.json.map((c) => [c.name, c.type])).toEqual([
+        ['id', 'i64'],
+        ['body', 'utf8'],
+        ['emb', 'vector'],
+      ]);
+    },
+    120_000,
+  );
+
+  test('a load killed half-way and run again lands every row exactly once', async () => {
+    const args = [
+      'load',
+      file('rows.parquet'),
+      '--database',
+      'db',
+      '--table',
+      'resumed',
+      '--create',
+      '--batch-rows',
+      '2000',
+      '--concurrency',
+      '1',
+    ];
+    const first = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env() }, stdio: 'ignore' });
+    children.push(first);
+    await eventually(
+      async () => Number((await sql('SELECT count(*)::INTEGER AS n FROM resumed').catch(() => [{ n: 0 }]))[0]?.n),
+      (n) => Number(n) >= 10_000,
+      60_000,
+    );
+    first.kill('SIGKILL');
+    await new Promise((resolve) => first.once('exit', resolve));
+    const partial = Number((await sql('SELECT count(*)::INTEGER AS n FROM resumed'))[0]?.n);
+    expect(partial).toBeGreaterThan(0);
+    expect(partial).toBeLessThan(ROWS);
+
+    const again = await cli(args, env());
+
+    expect(again.stderr).toMatch(/requests? had landed before and were skipped/);
+    expect(await digest('resumed')).toEqual(expected);
+  }, 120_000);
+
+  test("the server killed under a load and started again: the CLI's retries finish it, exactly once", async () => {
+    const args = [
+      'load',
+      file('rows.parquet'),
+      '--database',
+      'db',
+      '--table',
+      'survived',
+      '--create',
+      '--batch-rows',
+      '2000',
+      '--concurrency',
+      '1',
+    ];
+    const loading = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, ...env() },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    children.push(loading);
+    let stderr = '';
+    loading.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => loading.once('exit', resolve));
+    await eventually(
+      async () => Number((await sql('SELECT count(*)::INTEGER AS n FROM survived').catch(() => [{ n: 0 }]))[0]?.n),
+      (n) => n >= 10_000,
+      60_000,
+    );
+    server.child.kill('SIGKILL');
+    await server.exited;
+    server = await serveProcess(join(dir, 'data'), { STRATA_BOOTSTRAP_KEY: KEY }, port);
+
+    expect(await exited, stderr).toBe(0);
+    expect(await digest('survived')).toEqual(expected);
+  }, 120_000);
+
+  test('usage errors exit 2 with the usage; refusals exit 1 with the message', async () => {
+    const usage = await cli(['load', '--database', 'db'], env()).catch((err: { code: number; stderr: string }) => err);
+    expect(usage).toMatchObject({ code: 2 });
+    expect((usage as { stderr: string }).stderr).toMatch(/usage:/);
+
+    const refused = await cli(['sql', '--database', 'nope', 'SELECT 1'], env()).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(refused).toMatchObject({ code: 1 });
+    expect((refused as { stderr: string }).stderr).toMatch(/database "nope".*unknown_database/);
+  });
+});
