@@ -161,6 +161,19 @@ describe('the client against a real server', () => {
   });
 });
 
+test('every route of the OpenAPI document has a client method', async () => {
+  const { readFileSync } = await import('node:fs');
+  const source = readFileSync(new URL('../packages/client/src/client.ts', import.meta.url), 'utf8');
+  const doc = (await (await fetch(`${strata.url}/v1/openapi.json`)).json()) as { paths: Record<string, unknown> };
+  const routes = Object.keys(doc.paths).filter((path) => path.startsWith('/v1/') && path !== '/v1/openapi.json');
+
+  expect(routes.length).toBeGreaterThanOrEqual(15);
+  for (const route of routes) {
+    const words = route.split('/').filter((part) => part !== '' && part !== 'v1' && !part.startsWith('{'));
+    for (const word of words) expect(source, route).toContain(word);
+  }
+});
+
 describe('retries', () => {
   let server: Server;
   let url: string;

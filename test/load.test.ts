@@ -25,6 +25,44 @@ let api: Client;
 /** The source's digest, as DuckDB computes it from the rows themselves. */
 let expected: Record<string, unknown>[];
 
+/** `strata load` of the Parquet file into a new table, a request of 2,000 rows at a time. */
+const loadArgs = (table: string) => [
+  'load',
+  file('rows.parquet'),
+  '--database',
+  'db',
+  '--table',
+  table,
+  '--create',
+  '--batch-rows',
+  '2000',
+  '--concurrency',
+  '1',
+];
+
+/** The load as a process of its own, to be killed or waited for. */
+function startLoad(table: string) {
+  const child = spawn(process.execPath, [CLI, ...loadArgs(table)], {
+    env: { ...process.env, ...env() },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  children.push(child);
+  let stderr = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    stderr += chunk.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { child, exited, stderr: () => stderr };
+}
+
+/** Waits until a table being loaded holds at least `rows` rows. */
+const rowsReach = (table: string, rows: number) =>
+  eventually(
+    async () => Number((await sql(`SELECT count(*)::INTEGER AS n FROM ${table}`).catch(() => [{ n: 0 }]))[0]?.n),
+    (n) => n >= rows,
+    60_000,
+  );
+
 /** The rows every file holds: an id, some words, and an 8-d vector. */
 const SOURCE = `SELECT i::BIGINT AS id, 'word' || (i % 100) || ' text ' || i AS body,
   list_transform(range(8), j -> (((i * 7 + j) % 13) + 1)::FLOAT / 13)::FLOAT[8] AS emb FROM range(${ROWS}) t(i)`;
@@ -147,72 +185,28 @@ describe('strata load', () => {
   );
 
   test('a load killed half-way and run again lands every row exactly once', async () => {
-    const args = [
-      'load',
-      file('rows.parquet'),
-      '--database',
-      'db',
-      '--table',
-      'resumed',
-      '--create',
-      '--batch-rows',
-      '2000',
-      '--concurrency',
-      '1',
-    ];
-    const first = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env() }, stdio: 'ignore' });
-    children.push(first);
-    await eventually(
-      async () => Number((await sql('SELECT count(*)::INTEGER AS n FROM resumed').catch(() => [{ n: 0 }]))[0]?.n),
-      (n) => Number(n) >= 10_000,
-      60_000,
-    );
-    first.kill('SIGKILL');
-    await new Promise((resolve) => first.once('exit', resolve));
+    const first = startLoad('resumed');
+    await rowsReach('resumed', 10_000);
+    first.child.kill('SIGKILL');
+    await first.exited;
     const partial = Number((await sql('SELECT count(*)::INTEGER AS n FROM resumed'))[0]?.n);
     expect(partial).toBeGreaterThan(0);
     expect(partial).toBeLessThan(ROWS);
 
-    const again = await cli(args, env());
+    const again = await cli(loadArgs('resumed'), env());
 
     expect(again.stderr).toMatch(/requests? had landed before and were skipped/);
     expect(await digest('resumed')).toEqual(expected);
   }, 120_000);
 
   test("the server killed under a load and started again: the CLI's retries finish it, exactly once", async () => {
-    const args = [
-      'load',
-      file('rows.parquet'),
-      '--database',
-      'db',
-      '--table',
-      'survived',
-      '--create',
-      '--batch-rows',
-      '2000',
-      '--concurrency',
-      '1',
-    ];
-    const loading = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, ...env() },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    children.push(loading);
-    let stderr = '';
-    loading.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    const exited = new Promise<number | null>((resolve) => loading.once('exit', resolve));
-    await eventually(
-      async () => Number((await sql('SELECT count(*)::INTEGER AS n FROM survived').catch(() => [{ n: 0 }]))[0]?.n),
-      (n) => n >= 10_000,
-      60_000,
-    );
+    const loading = startLoad('survived');
+    await rowsReach('survived', 10_000);
     server.child.kill('SIGKILL');
     await server.exited;
     server = await serveProcess(join(dir, 'data'), { STRATA_BOOTSTRAP_KEY: KEY }, port);
 
-    expect(await exited, stderr).toBe(0);
+    expect(await loading.exited, loading.stderr()).toBe(0);
     expect(await digest('survived')).toEqual(expected);
   }, 120_000);
 

@@ -150,9 +150,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   });
 
   await app.register(docsPlugin);
-  metrics.watchUnindexedRows(() => workers.unindexedRows());
-  metrics.watchLeasesHeld(() => workers.leasesHeld());
-  metrics.watchWorkers(() => workers.size);
+  metrics.watch(
+    'strata_unindexed_rows',
+    'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',
+    () => workers.unindexedRows(),
+  );
+  metrics.watch(
+    'strata_upkeep_leases_held',
+    'Tables whose index upkeep lease this node holds (one node looks after each table)',
+    () => workers.leasesHeld(),
+  );
+  metrics.watch('strata_workers_placed', 'Databases with a worker placed on this node', () => workers.size);
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(concurrencyPlugin);

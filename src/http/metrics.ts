@@ -38,41 +38,19 @@ export class ServiceMetrics {
     tookOver: () => this.leaseTakeovers.inc(),
   };
 
-  /** Databases whose worker is placed on this node, read when scraped. */
-  watchWorkers(placed: () => number): void {
-    new Gauge({
-      name: 'strata_workers_placed',
-      help: 'Databases with a worker placed on this node',
-      registers: [this.registry],
-      collect() {
-        this.set(placed());
-      },
-    });
-  }
-
-  /** Tables whose upkeep lease this node holds, read when scraped. */
-  watchLeasesHeld(held: () => number): void {
-    new Gauge({
-      name: 'strata_upkeep_leases_held',
-      help: 'Tables whose index upkeep lease this node holds (one node looks after each table)',
-      registers: [this.registry],
-      collect() {
-        this.set(held());
-      },
-    });
-  }
-
   /**
-   * Rows searches scan by brute force because no index covers them yet, read when scraped. Upkeep folds them in
-   * within a pass or two; a figure that stays up means upkeep is failing or cannot keep up with the writes.
+   * A gauge read when scraped. Watched: `strata_workers_placed` (databases with a worker on this node),
+   * `strata_upkeep_leases_held` (tables whose upkeep this node looks after) and `strata_unindexed_rows` (rows
+   * searches scan by brute force because no index covers them yet; upkeep folds them in within a pass or two,
+   * so a figure that stays up means upkeep is failing or cannot keep up with the writes).
    */
-  watchUnindexedRows(rows: () => number): void {
+  watch(name: string, help: string, read: () => number): void {
     new Gauge({
-      name: 'strata_unindexed_rows',
-      help: 'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',
+      name,
+      help,
       registers: [this.registry],
       collect() {
-        this.set(rows());
+        this.set(read());
       },
     });
   }
