@@ -7,7 +7,16 @@ import { ApiError, Conflict, Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
 import { type ControlEvent, ControlEvents } from './events.js';
-import { decide, type IdempotencyBegin, type IdempotencyScope } from './idempotency.js';
+import { decide, type IdempotencyBegin, type IdempotencyScope, idempotencyTable } from './idempotency.js';
+import {
+  type DatabaseRow,
+  databaseFromRow,
+  type KeyRow,
+  keyFromRow,
+  type TableRow,
+  tableExists,
+  tableFromRow,
+} from './records.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
 
 /** Numbered migrations; each runs once, in order, in a transaction, under the migration lock. Never edit one that shipped. */
@@ -52,20 +61,7 @@ const MIGRATIONS: readonly string[] = [
      table_id TEXT NOT NULL,
      PRIMARY KEY (database_id, table_id)
    );
-   CREATE TABLE idempotency (
-     account_id TEXT NOT NULL,
-     database_id TEXT NOT NULL,
-     key TEXT NOT NULL,
-     fingerprint TEXT NOT NULL,
-     state TEXT NOT NULL,
-     holder TEXT NOT NULL,
-     running_until_ms BIGINT NOT NULL,
-     intent TEXT,
-     response TEXT,
-     expires_ms BIGINT NOT NULL,
-     PRIMARY KEY (account_id, database_id, key)
-   );
-   CREATE INDEX idempotency_expiry ON idempotency (expires_ms);
+   ${idempotencyTable('BIGINT')}
    CREATE TABLE upkeep_leases (
      table_id TEXT PRIMARY KEY,
      holder TEXT NOT NULL,
@@ -93,62 +89,6 @@ const RELISTEN_MS = 500;
 
 /** The database's clock in ms: leases are judged by one clock, whichever node asks. */
 const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  hash: string;
-  created_ms: string;
-  revoked_ms: string | null;
-}
-
-interface DatabaseRow {
-  id: string;
-  account_id: string;
-  name: string;
-  created_ms: string;
-  state: DatabaseState;
-  binding: string;
-  last_error: string | null;
-}
-
-interface TableRow {
-  database_id: string;
-  name: string;
-  table_id: string;
-  schema_ipc: string;
-  indexes: string;
-  created_ms: string;
-  state: TableRecord['state'];
-}
-
-const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  hash: row.hash,
-  createdMs: Number(row.created_ms),
-  revokedMs: row.revoked_ms === null ? null : Number(row.revoked_ms),
-});
-
-const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  name: row.name,
-  createdMs: Number(row.created_ms),
-  state: row.state,
-  binding: JSON.parse(row.binding) as Binding,
-  lastError: row.last_error,
-});
-
-const tableFromRow = (row: TableRow): TableRecord => ({
-  databaseId: row.database_id,
-  name: row.name,
-  tableId: row.table_id,
-  schemaIpc: row.schema_ipc,
-  indexes: row.indexes,
-  createdMs: Number(row.created_ms),
-  state: row.state,
-});
 
 /**
  * Whether an error means PostgreSQL could not be reached or went away, rather than that it refused the
@@ -523,7 +463,7 @@ export class PostgresControlStore implements ControlStore {
       });
     } catch (err) {
       if ((err as { code?: string }).code === '23505') {
-        throw new Conflict(`table "${table.name}" already exists`, undefined, 'table_exists');
+        throw tableExists(table.name);
       }
       throw err;
     }

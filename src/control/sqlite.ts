@@ -9,7 +9,14 @@ import { Conflict } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
 import { ControlEvents } from './events.js';
-import { decide, type IdempotencyBegin, type IdempotencyRecord, type IdempotencyScope } from './idempotency.js';
+import {
+  decide,
+  type IdempotencyBegin,
+  type IdempotencyRecord,
+  type IdempotencyScope,
+  idempotencyTable,
+} from './idempotency.js';
+import { databaseFromRow, type KeyRow, keyFromRow, tableExists, tableFromRow } from './records.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
@@ -55,20 +62,7 @@ const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (database_id, table_id)
    );
    INSERT INTO written_tables (database_id, table_id) SELECT database_id, table_id FROM tables;`,
-  `CREATE TABLE idempotency (
-     account_id TEXT NOT NULL,
-     database_id TEXT NOT NULL,
-     key TEXT NOT NULL,
-     fingerprint TEXT NOT NULL,
-     state TEXT NOT NULL,
-     holder TEXT NOT NULL,
-     running_until_ms INTEGER NOT NULL,
-     intent TEXT,
-     response TEXT,
-     expires_ms INTEGER NOT NULL,
-     PRIMARY KEY (account_id, database_id, key)
-   );
-   CREATE INDEX idempotency_expiry ON idempotency (expires_ms);
+  `${idempotencyTable('INTEGER')}
    ALTER TABLE databases ADD COLUMN verifying_until_ms INTEGER;
    CREATE TABLE upkeep_leases (
      table_id TEXT PRIMARY KEY,
@@ -76,62 +70,6 @@ const MIGRATIONS: readonly string[] = [
      expires_ms INTEGER NOT NULL
    );`,
 ];
-
-interface KeyRow {
-  id: string;
-  account_id: string;
-  hash: string;
-  created_ms: number;
-  revoked_ms: number | null;
-}
-
-interface DatabaseRow {
-  id: string;
-  account_id: string;
-  name: string;
-  created_ms: number;
-  state: DatabaseState;
-  binding: string;
-  last_error: string | null;
-}
-
-interface TableRow {
-  database_id: string;
-  name: string;
-  table_id: string;
-  schema_ipc: string;
-  indexes: string;
-  created_ms: number;
-  state: TableRecord['state'];
-}
-
-const tableFromRow = (row: TableRow): TableRecord => ({
-  databaseId: row.database_id,
-  name: row.name,
-  tableId: row.table_id,
-  schemaIpc: row.schema_ipc,
-  indexes: row.indexes,
-  createdMs: row.created_ms,
-  state: row.state,
-});
-
-const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  hash: row.hash,
-  createdMs: row.created_ms,
-  revokedMs: row.revoked_ms,
-});
-
-const databaseFromRow = (row: DatabaseRow): DatabaseRecord => ({
-  id: row.id,
-  accountId: row.account_id,
-  name: row.name,
-  createdMs: row.created_ms,
-  state: row.state,
-  binding: JSON.parse(row.binding) as Binding,
-  lastError: row.last_error,
-});
 
 const newExternalId = (): string => `ext_${randomBytes(16).toString('hex')}`;
 
@@ -365,7 +303,7 @@ export class SqliteControlStore implements ControlStore {
       })();
     } catch (err) {
       if ((err as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new Conflict(`table "${table.name}" already exists`, undefined, 'table_exists');
+        throw tableExists(table.name);
       }
       throw err;
     }

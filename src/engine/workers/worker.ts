@@ -131,18 +131,24 @@ export class DatabaseWorker {
     });
   }
 
-  /** Whether a write with this intent (and body) is in the table: see `landed`. */
-  landed(table: string, intent: WriteIntent, body: RowsBody | undefined): Promise<boolean> {
+  /**
+   * What a write with this intent (and body) would have answered, if it is in the table (`landed`): the table's
+   * version now and, for a replace or delete, its counts. Undefined when it never landed.
+   */
+  recovered(
+    table: string,
+    intent: WriteIntent,
+    body: RowsBody | undefined,
+  ): Promise<{ version: number; counts?: RowCounts } | undefined> {
     return this.onTable(table, async (handle) => {
-      if (handle.record.tableId !== intent.tableId) return false;
+      if (handle.record.tableId !== intent.tableId) return undefined;
       const rows = body === undefined ? [] : (await this.rowsOf(handle, body)).batches;
-      return landed(handle, intent, rows);
+      if (!(await landed(handle, intent, rows))) return undefined;
+      const version = await handle.lance.version();
+      if (intent.kind === 'append') return { version };
+      const n = intent.keys.length;
+      return { version, counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
     });
-  }
-
-  /** The table's version now. */
-  version(table: string): Promise<number> {
-    return this.onTable(table, (handle) => handle.lance.version());
   }
 
   /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */

@@ -22,6 +22,9 @@ function rowsOf(req: FastifyRequest): Rows {
   return body;
 }
 
+/** The counts of a replayed write that recorded none (it matched nothing). */
+const NO_COUNTS: Counts = { matched: 0, n_tombstoned: 0, n_not_found: 0 };
+
 const countsOf = (result: Counts): Counts => ({
   matched: result.matched,
   n_tombstoned: result.n_tombstoned,
@@ -80,8 +83,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
           fingerprint: ['append', table, undefined, body.kind, body.bytes],
           run: (beforeCommit) => worker.append(table, body, beforeCommit),
           answer: (written) => ({ version: written.version }),
-          recover: async (intent) =>
-            (await worker.landed(table, intent, body)) ? { version: await worker.version(table) } : undefined,
+          recover: (intent) => worker.recovered(table, intent, body),
         });
         return outcome.kind === 'fresh'
           ? outcome.result
@@ -114,15 +116,11 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
           fingerprint: ['update', table, predicate, body.kind, body.bytes],
           run: (beforeCommit) => worker.replace(table, predicate, body, beforeCommit),
           answer: (written) => ({ version: written.version, counts: countsOf(written) }),
-          recover: async (intent) => {
-            if (intent.kind !== 'replace' || !(await worker.landed(table, intent, body))) return undefined;
-            const n = intent.keys.length;
-            return { version: await worker.version(table), counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
-          },
+          recover: (intent) => worker.recovered(table, intent, body),
         });
         if (outcome.kind === 'fresh') return outcome.result;
         const rows = await replayed(reply, outcome.answer, worker.asStored(table, body));
-        return { ...rows, ...(outcome.answer.counts ?? { matched: 0, n_tombstoned: 0, n_not_found: 0 }) };
+        return { ...rows, ...(outcome.answer.counts ?? NO_COUNTS) };
       });
       const counts = countsOf(result);
       void reply.header('x-strata-table-version', String(result.version));
@@ -154,17 +152,13 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
           fingerprint: ['delete', table, predicate],
           run: (beforeCommit) => worker.remove(table, predicate, beforeCommit),
           answer: (removed) => ({ version: removed.version, counts: countsOf(removed) }),
-          recover: async (intent) => {
-            if (intent.kind !== 'delete' || !(await worker.landed(table, intent, undefined))) return undefined;
-            const n = intent.keys.length;
-            return { version: await worker.version(table), counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
-          },
+          recover: (intent) => worker.recovered(table, intent, undefined),
         });
         if (outcome.kind === 'fresh') return outcome.result;
         void reply.header(REPLAYED_HEADER, 'true');
         return {
           version: outcome.answer.version,
-          ...(outcome.answer.counts ?? { matched: 0, n_tombstoned: 0, n_not_found: 0 }),
+          ...(outcome.answer.counts ?? NO_COUNTS),
         };
       });
       void reply.header('x-strata-table-version', String(result.version));
