@@ -5,21 +5,22 @@
  * 1. DuckDB writes a Parquet file of BENCH_ROWS rows (default 1000000): `id` BIGINT, `body` 20 words from a
  *    64-word vocabulary, `emb` FLOAT[384]; words and vector values are hashes of the row number, so the vectors do
  *    not compress (as real embeddings do not).
- * 2. End to end: for each setting of BENCH_LOAD_RUNS (default `10000x2,20000x2`: --batch-rows × --concurrency), a
+ * 2. End to end: for each setting of BENCH_LOAD_RUNS (default `10000x2,10000x1`: --batch-rows x --concurrency), a
  *    fresh `strata serve` on a fresh data dir (upkeep as deployed: it folds rows into the FTS index meanwhile), a
  *    verified local database, then `node dist/cli.js load FILE --create --fts body --vector emb:cosine` timed from
  *    spawn to exit, and `count(*)`, `count(DISTINCT id)` checked through `POST /v1/query_sql`.
  * 3. In process: the same file read by DuckDB in this process (the same query and conversion to Arrow the CLI
- *    uses), regrouped into the same batches and added one after another with LanceDB `add()` to a table in a temp
- *    folder, with no server running. The figure includes the Parquet read, as the end-to-end one does; `add()`
- *    leaves its files in the page cache while the service fsyncs every append, so the `sync` after it is timed
- *    apart and a second ratio includes it.
- * 4. Appends of 1k-row Arrow batches (i64 id, ~20-word utf8 body, 384-d vector; no declared index) to a server
- *    with upkeep held off: BENCH_APPENDS (300) without the Idempotency-Key header and as many with a fresh key
- *    each, in turns (which goes first alternates), after WARMUP of each.
+ *    uses), regrouped into the first setting's batches and added one after another with LanceDB `add()` to a
+ *    table in a temp folder, with no server running. The figure includes the Parquet read, as the end-to-end one
+ *    does; `add()` leaves its files in the page cache while the service fsyncs every append, so the `sync` after
+ *    it is timed apart and a second ratio includes it.
+ * 4. On a server with upkeep held off: BENCH_APPENDS (300) appends of 1k-row Arrow batches (i64 id, 20-word utf8
+ *    body, 384-d vector; no declared index) without the Idempotency-Key header and as many with a fresh key each,
+ *    in turns (which goes first alternates), after WARMUP of each. Then, to show where a load's time goes, 10k-row
+ *    appends of the CLI's own request bodies answered as JSON (what @strata/client asks for) and as Arrow.
  *
- * Every timed step starts after `sync` (harness flushDisk). Run `npm run build` first is not needed: this runs it
- * (the CLI needs the client package built). Removes its temp folders unless BENCH_KEEP is set.
+ * Every timed step starts after `sync` (harness flushDisk). It runs `npm run build` itself: the CLI needs dist/
+ * and the client package built. Removes its temp folders unless BENCH_KEEP is set.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -30,6 +31,7 @@ import { DuckDBInstance, type DuckDBType } from '@duckdb/node-api';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
+import { openFile } from '../src/cli/files.js';
 import { chunkToBatch } from '../src/sql/results.js';
 import { arrowType } from '../src/sql/types.js';
 import {
@@ -47,13 +49,14 @@ import {
 } from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x2,20000x2').split(',').map((run) => {
+const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x2,10000x1').split(',').map((run) => {
   const [batchRows, concurrency] = run.split('x').map(Number);
   if (!Number.isInteger(batchRows) || !Number.isInteger(concurrency)) throw new Error(`BENCH_LOAD_RUNS: "${run}"`);
   return { batchRows: batchRows as number, concurrency: concurrency as number };
 });
 const APPENDS = Number(process.env.BENCH_APPENDS ?? 300);
 const WARMUP = 30;
+const REPLY_ROUNDS = 6;
 const APPEND_ROWS = 1_000;
 const DIM = 384;
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
@@ -364,15 +367,80 @@ function appendBodies(count: number): Uint8Array[] {
   });
 }
 
+/**
+ * What the append's answer costs: the service answers an append with the rows as stored, and @strata/client
+ * asks for them as JSON. REPLY_ROUNDS appends of the CLI's own 10k-row request bodies (from the Parquet file) with
+ * `Accept: application/json` and with `Accept: application/vnd.apache.arrow.stream`, in turns, after one of each.
+ */
+async function replyCost(server: Server, file: string): Promise<Record<'json' | 'arrow', ReplyCost>> {
+  await server.post(
+    '/v1/create_table/bench',
+    JSON.stringify({
+      table_name: 'replies',
+      schema: [
+        { name: 'id', type: 'i64' },
+        { name: 'body', type: 'utf8' },
+        { name: 'emb', type: 'vector', dim: DIM },
+      ],
+    }),
+  );
+  const opened = await openFile(file, 'parquet', new Map([['emb', DIM]]));
+  const bodies: Uint8Array[] = [];
+  try {
+    for await (const group of opened.groups(10_000)) {
+      bodies.push(group.ipc);
+      if (bodies.length === 2 * (REPLY_ROUNDS + 1)) break;
+    }
+  } finally {
+    opened.close();
+  }
+  const accepts = { json: 'application/json', arrow: ARROW } as const;
+  const times: Record<'json' | 'arrow', number[]> = { json: [], arrow: [] };
+  const bytes: Record<'json' | 'arrow', number> = { json: 0, arrow: 0 };
+  let next = 0;
+  flushDisk();
+  for (let i = 0; i < REPLY_ROUNDS + 1; i++) {
+    const order: ('json' | 'arrow')[] = i % 2 === 0 ? ['json', 'arrow'] : ['arrow', 'json'];
+    for (const side of order) {
+      const start = performance.now();
+      const answer = await server.post('/v1/append/bench?table=replies', bodies[next++ % bodies.length] as Uint8Array, {
+        'content-type': ARROW,
+        accept: accepts[side],
+      });
+      if (i > 0) times[side].push(performance.now() - start);
+      bytes[side] = answer.length;
+    }
+  }
+  const cost = (side: 'json' | 'arrow'): ReplyCost => ({
+    p50_ms: round2(
+      percentile(
+        [...times[side]].sort((a, b) => a - b),
+        50,
+      ),
+    ),
+    n: times[side].length,
+    reply_mb: round2(bytes[side] / 2 ** 20),
+  });
+  return { json: cost('json'), arrow: cost('arrow') };
+}
+
+interface ReplyCost {
+  p50_ms: number;
+  n: number;
+  reply_mb: number;
+}
+
 interface KeyOverhead {
   without_key_ms: { p50: number; p99: number; n: number };
   with_key_ms: { p50: number; p99: number; n: number };
   p50_difference_ms: number;
   p99_difference_ms: number;
   verified: { count: number; distinct_ids: number };
+  /** 10k-row appends of the CLI's bodies, by what the answer is asked as (the client asks for JSON). */
+  append_10k_by_reply: Record<'json' | 'arrow', ReplyCost>;
 }
 
-async function idempotencyOverhead(): Promise<KeyOverhead> {
+async function idempotencyOverhead(file: string): Promise<KeyOverhead> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-load-keys-'));
   // Upkeep held off: compaction of the many small fragments would land on either side at random.
   const server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '3600000' }, { build: false });
@@ -420,12 +488,14 @@ async function idempotencyOverhead(): Promise<KeyOverhead> {
     const { n, ids } = await sqlCounts(server, 'bench', 'appends');
     const expected = bodies.length * APPEND_ROWS;
     if (n !== expected || ids !== expected) throw new Error(`appends: ${n} rows, ${ids} distinct ids, for ${expected}`);
+    const replies = await replyCost(server, file);
     return {
       without_key_ms: without,
       with_key_ms: withKey,
       p50_difference_ms: round2(withKey.p50 - without.p50),
       p99_difference_ms: round2(withKey.p99 - without.p99),
       verified: { count: n, distinct_ids: ids },
+      append_10k_by_reply: replies,
     };
   } finally {
     await server.stop();
@@ -453,7 +523,7 @@ async function main(): Promise<void> {
     for (const run of others) endToEndRuns.push(await endToEnd(file, run.batchRows, run.concurrency, false));
 
     console.log(`Idempotency-Key: ${APPENDS} appends of ${APPEND_ROWS} rows each way, in turns…`);
-    const keys = await idempotencyOverhead();
+    const keys = await idempotencyOverhead(file);
 
     const primary = endToEndRuns[0] as CliRun;
     const results = {
@@ -477,7 +547,8 @@ ${endToEndRuns.map((r) => `  --batch-rows ${r.batch_rows} --concurrency ${r.conc
 In process (DuckDB read of the same file + LanceDB add() of ${baseline.batch_rows}-row batches, no fsync): ${baseline.seconds} s, ${baseline.rows_per_s} rows/s
   (${baseline.add_seconds} s in add(), ${baseline.read_seconds} s reading; a sync after it took ${baseline.sync_seconds} s more)
 Ratio end to end / in process: ${results.ratio_end_to_end_vs_in_process}× (goal ≥ 0.7×); counting the sync in the baseline: ${results.ratio_end_to_end_vs_in_process_with_sync}×
-Idempotency-Key on a ${APPEND_ROWS}-row append: p50 ${keys.without_key_ms.p50} → ${keys.with_key_ms.p50} ms (${keys.p50_difference_ms >= 0 ? '+' : ''}${keys.p50_difference_ms} ms, goal ≤ +1 ms), p99 ${keys.without_key_ms.p99} → ${keys.with_key_ms.p99} ms`);
+Idempotency-Key on a ${APPEND_ROWS}-row append: p50 ${keys.without_key_ms.p50} → ${keys.with_key_ms.p50} ms (${keys.p50_difference_ms >= 0 ? '+' : ''}${keys.p50_difference_ms} ms, goal ≤ +1 ms), p99 ${keys.without_key_ms.p99} → ${keys.with_key_ms.p99} ms
+A 10k-row append of the CLI's body answered as JSON (as @strata/client asks): p50 ${keys.append_10k_by_reply.json.p50_ms} ms, ${keys.append_10k_by_reply.json.reply_mb} MB answer; as Arrow: ${keys.append_10k_by_reply.arrow.p50_ms} ms, ${keys.append_10k_by_reply.arrow.reply_mb} MB`);
   } finally {
     if (process.env.BENCH_KEEP === undefined) rmSync(workDir, { recursive: true, force: true });
     else console.log(`kept ${workDir}`);

@@ -117,6 +117,7 @@ describe('the client against a real server', () => {
       n_not_found: 0,
     });
     expect(await items.delete('id < 10')).toMatchObject({ matched: 10 });
+    expect(await db.listTables()).toContainEqual({ table_name: 'items', num_rows: 199_990 });
     expect(await db.sql('SELECT count(*)::INTEGER AS n FROM items', { rows: true })).toEqual([{ n: 199_990 }]);
   }, 120_000);
 
@@ -140,6 +141,8 @@ describe('the client against a real server', () => {
     ).toEqual([{ n: 5000, d: 5000 }]);
     const plain = await db.table('events').append([{ id: 9001, body: 'plain row', emb: [1, 1, 1, 1] }]);
     expect(plain).toMatchObject({ rows: 1, requests: 1 });
+    expect(await db.dropTable('events', { purge: true })).toMatchObject({ table_name: 'events', purged: true });
+    expect((await db.listTables()).map((t) => t.table_name)).not.toContain('events');
   });
 
   test('refusals are typed errors with status and code, and are not retried', async () => {

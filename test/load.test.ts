@@ -210,6 +210,63 @@ describe('strata load', () => {
     expect(await digest('survived')).toEqual(expected);
   }, 120_000);
 
+  test('sql, search, count, databases and tables print what the service answers, as JSON lines or CSV', async () => {
+    const sqlJson = await cli(
+      ['sql', '--database', 'db', '--format', 'json', 'SELECT id, body FROM from_parquet WHERE id < 2 ORDER BY id'],
+      env(),
+    );
+    expect(
+      sqlJson.stdout
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line)),
+    ).toEqual([
+      { id: 0, body: 'word0 text 0' },
+      { id: 1, body: 'word1 text 1' },
+    ]);
+    const sqlCsv = await cli(
+      ['sql', '--database', 'db', '--format', 'csv', 'SELECT id, body FROM from_parquet WHERE id = 5'],
+      env(),
+    );
+    expect(sqlCsv.stdout).toBe('id,body\n5,word5 text 5\n');
+
+    const found = await cli(
+      [
+        'search',
+        '--database',
+        'db',
+        '--table',
+        'from_csv',
+        '--text',
+        'word7',
+        '--text-field',
+        'body',
+        '-k',
+        '3',
+        '--format',
+        'json',
+      ],
+      env(),
+    );
+    const hits = found.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { body: string });
+    expect(hits).toHaveLength(3);
+    for (const hit of hits) expect(hit.body).toMatch(/^word7 /);
+
+    expect(
+      (await cli(['count', '--database', 'db', '--table', 'from_jsonl', '--field', 'body', 'word3'], env())).stdout,
+    ).toBe('1000\n');
+    const databases = JSON.parse((await cli(['databases', 'list'], env())).stdout) as { name: string }[];
+    expect(databases.map((d) => d.name)).toContain('db');
+    const tables = JSON.parse((await cli(['tables', 'list', '--database', 'db'], env())).stdout) as {
+      table_name: string;
+      num_rows: number;
+    }[];
+    expect(tables).toContainEqual({ table_name: 'from_arrow', num_rows: ROWS });
+  });
+
   test('usage errors exit 2 with the usage; refusals exit 1 with the message', async () => {
     const usage = await cli(['load', '--database', 'db'], env()).catch((err: { code: number; stderr: string }) => err);
     expect(usage).toMatchObject({ code: 2 });

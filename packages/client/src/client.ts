@@ -176,7 +176,8 @@ export class StrataTable {
         path: this.path('append'),
         query: { table: this.name },
         headers: { 'idempotency-key': key },
-        accept: JSON_TYPE,
+        // The rows as stored come back; as an Arrow stream they are the body echoed, not made into JSON.
+        accept: ARROW_STREAM,
         ...(chunk.kind === 'arrow' ? { arrow: chunk.bytes } : { json: { data: chunk.data } }),
       };
       const sending = this.http.send(req).then(
