@@ -34,6 +34,7 @@ import { arrow } from '../src/arrow/arrow.js';
 import { openFile } from '../src/cli/files.js';
 import { chunkToBatch } from '../src/sql/results.js';
 import { arrowType } from '../src/sql/types.js';
+import { WORDS } from './corpus.js';
 import {
   ARROW,
   activeDatabase,
@@ -61,72 +62,8 @@ const APPEND_ROWS = 1_000;
 const DIM = 384;
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 
-const VOCAB = [
-  'alpha',
-  'bravo',
-  'charlie',
-  'delta',
-  'echo',
-  'foxtrot',
-  'golf',
-  'hotel',
-  'india',
-  'juliet',
-  'kilo',
-  'lima',
-  'mike',
-  'november',
-  'oscar',
-  'papa',
-  'quebec',
-  'romeo',
-  'sierra',
-  'tango',
-  'uniform',
-  'victor',
-  'whiskey',
-  'xray',
-  'yankee',
-  'zulu',
-  'amber',
-  'basalt',
-  'cobalt',
-  'dune',
-  'ember',
-  'fjord',
-  'glacier',
-  'harbor',
-  'island',
-  'jungle',
-  'kelp',
-  'lagoon',
-  'meadow',
-  'nebula',
-  'orchard',
-  'prairie',
-  'quarry',
-  'river',
-  'savanna',
-  'tundra',
-  'upland',
-  'valley',
-  'willow',
-  'yarrow',
-  'zephyr',
-  'anchor',
-  'beacon',
-  'canyon',
-  'delta2',
-  'estuary',
-  'forest',
-  'grove',
-  'heath',
-  'inlet',
-  'jetty',
-  'knoll',
-  'ledge',
-  'marsh',
-];
+/** Words of the body column: the benchmarks' vocabulary (bench/corpus.ts), its 64 most frequent. */
+const VOCAB = WORDS.slice(0, 64);
 
 const round2 = (x: number) => Number(x.toFixed(2));
 const sql = (s: string) => `'${s.replaceAll("'", "''")}'`;

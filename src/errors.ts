@@ -25,7 +25,7 @@ export const ERROR_CODES = {
   verification_running: 'A verification of this database is already running.',
   catalog_change_in_flight: 'Another table creation or drop of this database was being applied; reissue it.',
   write_conflict: 'Another write to the table committed first and this one was not applied; send it again.',
-  idempotency_key_in_flight: 'A request with the same Idempotency-Key is still running; retry after Retry-After.',
+  idempotency_in_flight: 'A request with the same Idempotency-Key is still running; retry after Retry-After.',
   idempotency_key_reused: 'The Idempotency-Key was used for a different request (route, table, predicate or body).',
   row_count_mismatch: 'An update’s replacement rows do not number the rows its predicate matched.',
   limit_exceeded: 'A tenant limit: a count (409) or a rate or concurrency (429, Retry-After).',

@@ -125,7 +125,7 @@ describe('Idempotency-Key', () => {
     const res = await send('append/{db}?table=items', key, body);
 
     expect(res.status).toBe(409);
-    expect(res.json.code).toBe('idempotency_key_in_flight');
+    expect(res.json.code).toBe('idempotency_in_flight');
     expect(res.headers.get('retry-after')).toBe('1');
     expect(await rows('id = 30')).toEqual([]);
   });
@@ -149,6 +149,36 @@ describe('Idempotency-Key', () => {
     ]);
   });
 
+  test("another account's same key on its own database of the same name is its own: no replay, no 422", async () => {
+    const key = newKey();
+    const body = { data: [{ id: 70, v: 'mine' }] };
+    expect((await send('append/{db}?table=items', key, body)).status).toBe(200);
+    const bob = await strata.as('bob');
+    await activeLocalDatabase(bob, 'idem', 'idem-bob');
+    await tablesOf(bob, 'idem').create({
+      table_name: 'items',
+      schema: [
+        { name: 'id', type: 'i64' },
+        { name: 'v', type: 'utf8' },
+      ],
+    });
+
+    const theirs = await bob.request<Record<string, unknown>>(
+      'POST',
+      '/v1/append/idem?table=items',
+      { data: [{ id: 70, v: 'bob' }] },
+      {
+        'idempotency-key': key,
+        accept: 'application/json',
+      },
+    );
+
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers.get('idempotent-replayed')).toBeNull();
+    expect(theirs.json).toEqual({ data: [{ id: 70, v: 'bob' }] });
+    expect(await rows('id = 70')).toEqual([{ id: 70, v: 'mine' }]);
+  });
+
   test('a write refused before it committed frees its key for a corrected retry', async () => {
     const key = newKey();
     const bad = await send('append/{db}?table=nope', key, { data: [{ id: 50 }] });
@@ -157,6 +187,17 @@ describe('Idempotency-Key', () => {
     const good = await send('append/{db}?table=nope', key, { data: [{ id: 50 }] });
     expect(good.status).toBe(404);
     expect(good.headers.get('idempotent-replayed')).toBeNull();
+  });
+
+  test('the OpenAPI document names the header on every write route', async () => {
+    const doc = (await (await fetch(`${strata.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, { post?: { parameters?: { in: string; name: string }[] } }>;
+    };
+
+    for (const route of ['append', 'update', 'delete']) {
+      const parameters = doc.paths[`/v1/${route}/{database}`]?.post?.parameters ?? [];
+      expect(parameters, route).toContainEqual(expect.objectContaining({ in: 'header', name: 'idempotency-key' }));
+    }
   });
 
   test.each([

@@ -10,6 +10,19 @@ export const PredicateQuery = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * The headers of the write routes, for the OpenAPI document: the key is checked by the idempotency layer, whose
+ * 400 names the header (docs/api.md, Idempotent writes).
+ */
+export const WriteHeaders = Type.Object({
+  'idempotency-key': Type.Optional(
+    Type.String({
+      description:
+        '1–255 printable ASCII characters naming this write: sent again with the same request within 24 h, it writes nothing and answers the first answer (Idempotent-Replayed: true)',
+    }),
+  ),
+});
+
 const JsonRows = Type.Object(
   { data: Type.Array(Type.Object({}, { additionalProperties: true })) },
   { additionalProperties: false },

@@ -7,7 +7,7 @@ import { BadRequest, Conflict, Unprocessable } from '../errors.js';
 import type { AppContext } from './context.js';
 
 /** The header a client names a write with, so that sending it again never applies it twice (docs/api.md). */
-export const IDEMPOTENCY_HEADER = 'idempotency-key';
+const IDEMPOTENCY_HEADER = 'idempotency-key';
 /** On a reply that repeats an earlier request's answer instead of writing. */
 export const REPLAYED_HEADER = 'idempotent-replayed';
 
@@ -33,7 +33,7 @@ export interface IdempotentWrite<R> {
 export type IdempotentOutcome<R> = { kind: 'fresh'; result: R } | { kind: 'replayed'; answer: StoredAnswer };
 
 /** The idempotency key a request carries, checked; undefined when it carries none. */
-export function idempotencyKeyOf(req: FastifyRequest): string | undefined {
+function idempotencyKeyOf(req: FastifyRequest): string | undefined {
   const raw = req.headers[IDEMPOTENCY_HEADER];
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string' || !KEY_PATTERN.test(raw)) {
@@ -92,7 +92,7 @@ export async function idempotently<R>(
       throw new Conflict(
         'a request with this Idempotency-Key is still running; retry after Retry-After',
         1,
-        'idempotency_key_in_flight',
+        'idempotency_in_flight',
       );
     case 'done':
       return { kind: 'replayed', answer: JSON.parse(begun.response) as StoredAnswer };
@@ -118,7 +118,7 @@ export async function idempotently<R>(
         throw new Conflict(
           'this Idempotency-Key was taken over by a retry while the request ran; nothing was written',
           1,
-          'idempotency_key_in_flight',
+          'idempotency_in_flight',
         );
       }
       intended = true;

@@ -50,7 +50,7 @@ function retryAfterOf(headers: Headers): number | undefined {
  * key (say, on a node that died), or another write committed first. Requests carry idempotency keys, so a
  * retry of either never applies a write twice.
  */
-const RETRY_CONFLICTS: ReadonlySet<string | undefined> = new Set(['idempotency_key_in_flight', 'write_conflict']);
+const RETRY_CONFLICTS: ReadonlySet<string | undefined> = new Set(['idempotency_in_flight', 'write_conflict']);
 
 /** Whether an answer may be asked again: the service is busy or unavailable, never another refusal. */
 const retryable = (status: number, code?: string) =>
@@ -67,25 +67,23 @@ export class Http {
   async send(req: Request): Promise<Response> {
     const { retries, baseDelayMs, maxDelayMs } = this.options.retry;
     for (let attempt = 0; ; attempt++) {
-      let waitMs: number;
       let failure: StrataError;
       try {
         const res = await this.once(req);
         if (res.status < 400) return res;
         failure = errorOf(res);
-        if (!retryable(res.status, failure.code)) throw failure;
-        waitMs = failure.retryAfterMs ?? 0;
       } catch (err) {
-        if (err instanceof StrataError && !retryable(err.status, err.code) && err.status !== 0) throw err;
-        failure =
-          err instanceof StrataError
-            ? err
-            : new StrataError(`cannot reach ${this.options.url}: ${(err as Error).message}`, 0, undefined, undefined);
-        waitMs = failure.retryAfterMs ?? 0;
+        failure = new StrataError(
+          `cannot reach ${this.options.url}: ${(err as Error).message}`,
+          0,
+          undefined,
+          undefined,
+        );
       }
-      if (attempt >= retries) throw failure;
+      const again = failure.status === 0 || retryable(failure.status, failure.code);
+      if (!again || attempt >= retries) throw failure;
       const backoff = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
-      await sleep(Math.max(waitMs, backoff));
+      await sleep(Math.max(failure.retryAfterMs ?? 0, backoff));
     }
   }
 

@@ -1,7 +1,15 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorReplies } from '../../contract/common.js';
-import { AppendQuery, ARROW_STREAM, PredicateQuery, RowCounts, RowsBody, RowsBytes } from '../../contract/rows.js';
+import {
+  AppendQuery,
+  ARROW_STREAM,
+  PredicateQuery,
+  RowCounts,
+  RowsBody,
+  RowsBytes,
+  WriteHeaders,
+} from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
 import type { RowsBody as Rows } from '../../engine/writes/rows.js';
 import type { RowCounts as Counts, WriteResult } from '../../engine/writes/writes.js';
@@ -69,6 +77,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Append rows atomically; answers the rows as stored',
         params: DatabasePathParams,
         querystring: AppendQuery,
+        headers: WriteHeaders,
         body: RowsBytes,
         response: errors,
       },
@@ -102,6 +111,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Replace the rows a predicate matches, in one atomic commit',
         params: DatabasePathParams,
         querystring: PredicateQuery,
+        headers: WriteHeaders,
         body: RowsBytes,
         response: { 200: RowCounts, ...errors },
       },
@@ -142,6 +152,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         summary: 'Delete the rows a predicate matches',
         params: DatabasePathParams,
         querystring: PredicateQuery,
+        headers: WriteHeaders,
         response: { 200: RowCounts, ...errors },
       },
     },
