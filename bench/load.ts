@@ -19,6 +19,8 @@
  *    in turns (which goes first alternates), after WARMUP of each. Then, to show where a load's time goes, 10k-row
  *    appends of the CLI's own request bodies answered as JSON (what @strata/client asks for) and as Arrow.
  *
+ * BENCH_LOAD_PARTS (default `load,keys`) picks the parts: `load` is 2 and 3, `keys` is 4.
+ *
  * Every timed step starts after `sync` (harness flushDisk). It runs `npm run build` itself: the CLI needs dist/
  * and the client package built. Removes its temp folders unless BENCH_KEEP is set.
  */
@@ -56,6 +58,8 @@ const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x2,10000x1').split(',').map((
   return { batchRows: batchRows as number, concurrency: concurrency as number };
 });
 const APPENDS = Number(process.env.BENCH_APPENDS ?? 300);
+/** Which parts run: `load` (end to end and in process) and `keys` (what an Idempotency-Key costs). */
+const PARTS = new Set((process.env.BENCH_LOAD_PARTS ?? 'load,keys').split(','));
 const WARMUP = 30;
 const REPLY_ROUNDS = 6;
 const APPEND_ROWS = 1_000;
@@ -440,6 +444,24 @@ async function idempotencyOverhead(file: string): Promise<KeyOverhead> {
   }
 }
 
+/** The end-to-end runs of BENCH_LOAD_RUNS and, after the first, the in-process baseline. */
+async function loadRuns(file: string) {
+  const [first, ...others] = RUNS;
+  if (first === undefined) throw new Error('BENCH_LOAD_RUNS is empty');
+  const endToEndRuns: CliRun[] = [await endToEnd(file, first.batchRows, first.concurrency, false)];
+  // The baseline between the end-to-end runs, with no server running, in the first run's batch size.
+  const baseline = await inProcess(file, first.batchRows);
+  for (const run of others) endToEndRuns.push(await endToEnd(file, run.batchRows, run.concurrency, false));
+  const primary = endToEndRuns[0] as CliRun;
+  return {
+    end_to_end: endToEndRuns,
+    in_process: baseline,
+    ratio_end_to_end_vs_in_process: round2(primary.rows_per_s / baseline.rows_per_s),
+    ratio_end_to_end_vs_in_process_with_sync: round2(primary.rows_per_s / baseline.rows_per_s_with_sync),
+    best_end_to_end: endToEndRuns.reduce((best, run) => (run.rows_per_s > best.rows_per_s ? run : best), primary),
+  };
+}
+
 async function main(): Promise<void> {
   const started = performance.now();
   // The CLI runs from dist/ and imports the client package's build: both are built here.
@@ -452,40 +474,34 @@ async function main(): Promise<void> {
     const parquetMb = Math.round(written.bytes / 2 ** 20);
     console.log(`Parquet: ${parquetMb} MB, written in ${written.seconds.toFixed(1)} s`);
 
-    const [first, ...others] = RUNS;
-    if (first === undefined) throw new Error('BENCH_LOAD_RUNS is empty');
-    const endToEndRuns: CliRun[] = [await endToEnd(file, first.batchRows, first.concurrency, false)];
-    // The baseline between the end-to-end runs, with no server running, in the first run's batch size.
-    const baseline = await inProcess(file, first.batchRows);
-    for (const run of others) endToEndRuns.push(await endToEnd(file, run.batchRows, run.concurrency, false));
-
-    console.log(`Idempotency-Key: ${APPENDS} appends of ${APPEND_ROWS} rows each way, in turns…`);
-    const keys = await idempotencyOverhead(file);
-
-    const primary = endToEndRuns[0] as CliRun;
-    const results = {
+    const load = PARTS.has('load') ? await loadRuns(file) : undefined;
+    let keys: KeyOverhead | undefined;
+    if (PARTS.has('keys')) {
+      console.log(`Idempotency-Key: ${APPENDS} appends of ${APPEND_ROWS} rows each way, in turns…`);
+      keys = await idempotencyOverhead(file);
+    }
+    saveResults('load', {
       rows: ROWS,
       dim: DIM,
       parquet_mb: parquetMb,
       parquet_write_s: round2(written.seconds),
-      end_to_end: endToEndRuns,
-      in_process: baseline,
-      ratio_end_to_end_vs_in_process: round2(primary.rows_per_s / baseline.rows_per_s),
-      ratio_end_to_end_vs_in_process_with_sync: round2(primary.rows_per_s / baseline.rows_per_s_with_sync),
-      best_end_to_end: endToEndRuns.reduce((best, run) => (run.rows_per_s > best.rows_per_s ? run : best), primary),
+      ...load,
       idempotency_key: keys,
       total_s: round2((performance.now() - started) / 1000),
-    };
-    saveResults('load', results);
-    console.log(`
-Parquet file: ${ROWS} rows, ${parquetMb} MB.
-End to end (strata load as a child process, spawn to exit, server fsyncing every append, upkeep as deployed):
-${endToEndRuns.map((r) => `  --batch-rows ${r.batch_rows} --concurrency ${r.concurrency}: ${r.seconds} s, ${r.rows_per_s} rows/s`).join('\n')}
+    });
+    console.log(`\nParquet file: ${ROWS} rows, ${parquetMb} MB.`);
+    if (load !== undefined) {
+      const baseline = load.in_process;
+      console.log(`End to end (strata load as a child process, spawn to exit, server fsyncing every append, upkeep as deployed):
+${load.end_to_end.map((r) => `  --batch-rows ${r.batch_rows} --concurrency ${r.concurrency}: ${r.seconds} s, ${r.rows_per_s} rows/s`).join('\n')}
 In process (DuckDB read of the same file + LanceDB add() of ${baseline.batch_rows}-row batches, no fsync): ${baseline.seconds} s, ${baseline.rows_per_s} rows/s
   (${baseline.add_seconds} s in add(), ${baseline.read_seconds} s reading; a sync after it took ${baseline.sync_seconds} s more)
-Ratio end to end / in process: ${results.ratio_end_to_end_vs_in_process}× (goal ≥ 0.7×); counting the sync in the baseline: ${results.ratio_end_to_end_vs_in_process_with_sync}×
-Idempotency-Key on a ${APPEND_ROWS}-row append: p50 ${keys.without_key_ms.p50} → ${keys.with_key_ms.p50} ms (${keys.p50_difference_ms >= 0 ? '+' : ''}${keys.p50_difference_ms} ms, goal ≤ +1 ms), p99 ${keys.without_key_ms.p99} → ${keys.with_key_ms.p99} ms
-A 10k-row append of the CLI's body answered as JSON (as @strata/client asks): p50 ${keys.append_10k_by_reply.json.p50_ms} ms, ${keys.append_10k_by_reply.json.reply_mb} MB answer; as Arrow: ${keys.append_10k_by_reply.arrow.p50_ms} ms, ${keys.append_10k_by_reply.arrow.reply_mb} MB`);
+Ratio end to end / in process: ${load.ratio_end_to_end_vs_in_process}× (goal ≥ 0.7×); counting the sync in the baseline: ${load.ratio_end_to_end_vs_in_process_with_sync}×`);
+    }
+    if (keys !== undefined) {
+      console.log(`Idempotency-Key on a ${APPEND_ROWS}-row append: p50 ${keys.without_key_ms.p50} → ${keys.with_key_ms.p50} ms (${keys.p50_difference_ms >= 0 ? '+' : ''}${keys.p50_difference_ms} ms, goal ≤ +1 ms), p99 ${keys.without_key_ms.p99} → ${keys.with_key_ms.p99} ms
+A 10k-row append of the CLI's body answered as JSON: p50 ${keys.append_10k_by_reply.json.p50_ms} ms, ${keys.append_10k_by_reply.json.reply_mb} MB answer; as Arrow: ${keys.append_10k_by_reply.arrow.p50_ms} ms, ${keys.append_10k_by_reply.arrow.reply_mb} MB`);
+    }
   } finally {
     if (process.env.BENCH_KEEP === undefined) rmSync(workDir, { recursive: true, force: true });
     else console.log(`kept ${workDir}`);

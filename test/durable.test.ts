@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { admit } from '../src/engine/workers/gate.js';
-import { DurableFolder } from '../src/storage/durable.js';
+import { DurableFolder, GroupSync } from '../src/storage/durable.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { activeLocalDatabase, serveFile } from './support/server.js';
 import { openDataset, tablesOf } from './support/tables.js';
@@ -67,6 +67,69 @@ describe('a durable folder', () => {
     expect(await folder.pending()).toEqual([join(root, 'data', 'two.lance')]);
     expect(await folder.sync()).toBe(1);
     expect(await folder.pending()).toEqual([]);
+  });
+});
+
+describe('a group sync', () => {
+  /** A flush the test finishes by hand, counting how many began. */
+  function flushes() {
+    const started: { finish: (err?: Error) => void }[] = [];
+    const flush = () =>
+      new Promise<void>((resolve, reject) => {
+        started.push({ finish: (err) => (err === undefined ? resolve() : reject(err)) });
+      });
+    return { started, flush };
+  }
+  const settled = (p: Promise<void>) => {
+    const seen = { done: false, failed: undefined as unknown };
+    p.then(
+      () => {
+        seen.done = true;
+      },
+      (err: unknown) => {
+        seen.failed = err;
+      },
+    );
+    return seen;
+  };
+  const tick = () => new Promise((resolve) => setImmediate(resolve));
+
+  test('callers during a flush share the next one, which begins after it', async () => {
+    const { started, flush } = flushes();
+    const group = new GroupSync(flush);
+    const first = settled(group.sync());
+    const later = Array.from({ length: 5 }, () => settled(group.sync()));
+    await tick();
+    expect(started).toHaveLength(1);
+
+    started[0]?.finish();
+    await tick();
+    // The first flush may have begun before their changes: they wait for the second.
+    expect(first.done).toBe(true);
+    expect(later.some((s) => s.done)).toBe(false);
+    expect(started).toHaveLength(2);
+
+    started[1]?.finish();
+    await tick();
+    expect(later.every((s) => s.done)).toBe(true);
+    expect(started).toHaveLength(2);
+  });
+
+  test('a failed flush fails its callers, and the next caller gets a flush of its own', async () => {
+    const { started, flush } = flushes();
+    const group = new GroupSync(flush);
+    const failing = settled(group.sync());
+    await tick();
+    started[0]?.finish(new Error('EIO'));
+    await tick();
+    expect((failing.failed as Error).message).toBe('EIO');
+
+    const next = settled(group.sync());
+    await tick();
+    expect(started).toHaveLength(2);
+    started[1]?.finish();
+    await tick();
+    expect(next.done).toBe(true);
   });
 });
 

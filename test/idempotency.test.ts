@@ -115,7 +115,7 @@ describe('Idempotency-Key', () => {
     // Another node holds the key for this very request now, as it would while its write runs.
     const begun = await store.beginIdempotent(
       { accountId: account.id, databaseId: database?.id ?? '', key },
-      fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
+      await fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
       'another-node',
       60_000,
       60_000,

@@ -500,6 +500,9 @@ export class PostgresControlStore implements ControlStore {
     return BigInt(row.next_row_key) - BigInt(count);
   }
 
+  /** Every commit is durable when PostgreSQL answers it (`synchronous_commit`, on by default). */
+  async durable(): Promise<void> {}
+
   async acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult> {
     const [row] = await this.query<{ held: boolean; took_over: boolean }>(
       `WITH prior AS (SELECT holder FROM upkeep_leases WHERE table_id = $1)

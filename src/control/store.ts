@@ -108,7 +108,10 @@ export interface ControlStore extends CatalogStore {
   ): Promise<IdempotencyBegin>;
   /** Extends the running request's hold while its write runs. */
   renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void>;
-  /** Records what the write is about to commit; false when `holder` no longer holds the key. */
+  /**
+   * Records what the write is about to commit; false when `holder` no longer holds the key. It lasts a power cut
+   * once `durable` has resolved, which the write awaits before its commit (`BeforeCommit`).
+   */
   recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean>;
   /** Records the answer; later requests with the key get it. */
   finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void>;

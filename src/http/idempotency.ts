@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { IdempotencyScope } from '../control/idempotency.js';
-import type { BeforeCommit, WriteIntent } from '../engine/writes/intent.js';
+import type { WriteHooks, WriteIntent } from '../engine/writes/intent.js';
 import type { RowCounts } from '../engine/writes/writes.js';
 import { BadRequest, Conflict, Unprocessable } from '../errors.js';
 import type { AppContext } from './context.js';
@@ -23,7 +23,8 @@ export interface StoredAnswer {
 export interface IdempotentWrite<R> {
   /** The request's parts that must match for a key to be reused: route, table, predicate, body. */
   fingerprint: readonly (string | Uint8Array | undefined)[];
-  run(beforeCommit: BeforeCommit | undefined): Promise<R>;
+  /** Runs the write, telling `hooks` when its body is read and what it is about to commit. */
+  run(hooks: WriteHooks | undefined): Promise<R>;
   answer(result: R): StoredAnswer;
   /** Whether a run that recorded `intent` landed, and what it would have answered. */
   recover(intent: WriteIntent): Promise<StoredAnswer | undefined>;
@@ -31,6 +32,13 @@ export interface IdempotentWrite<R> {
 
 /** A write's outcome: its own result, or an earlier request's answer to repeat. */
 export type IdempotentOutcome<R> = { kind: 'fresh'; result: R } | { kind: 'replayed'; answer: StoredAnswer };
+
+/** Stops a write whose key an earlier request already answered; carries that answer out. */
+class AnsweredBefore extends Error {
+  constructor(readonly answer: StoredAnswer) {
+    super('answered before');
+  }
+}
 
 /** The idempotency key a request carries, checked; undefined when it carries none. */
 function idempotencyKeyOf(req: FastifyRequest): string | undefined {
@@ -42,14 +50,25 @@ function idempotencyKeyOf(req: FastifyRequest): string | undefined {
   return raw;
 }
 
-export function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): string {
+/**
+ * SHA-256 over the parts, each length-prefixed so that no two different requests hash the same stream. Byte
+ * parts (bodies) enter as their own SHA-256, taken on libuv's threads: ~1 ms for a 1.6 MB body, which the
+ * caller spends parsing that body meanwhile.
+ */
+export async function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): Promise<string> {
+  const digests = await Promise.all(
+    // Request bodies are never shared memory.
+    parts.map((part) =>
+      part instanceof Uint8Array ? crypto.subtle.digest('SHA-256', part as Uint8Array<ArrayBuffer>) : undefined,
+    ),
+  );
   const hash = createHash('sha256');
-  for (const part of parts) {
+  parts.forEach((part, i) => {
     const bytes = part === undefined ? new Uint8Array() : typeof part === 'string' ? Buffer.from(part) : part;
-    // Each part is length-prefixed, so that no two different requests hash the same stream of bytes.
     hash.update(`${part === undefined ? -1 : bytes.length}:`);
-    hash.update(bytes);
-  }
+    const digest = digests[i];
+    hash.update(digest === undefined ? bytes : new Uint8Array(digest));
+  });
   return hash.digest('hex');
 }
 
@@ -58,28 +77,22 @@ const CRASH_EVERY = Number(process.env.STRATA_TEST_CRASH_AFTER_COMMIT_EVERY ?? 0
 let committed = 0;
 
 /**
- * Runs a write under the request's idempotency key, if it has one (docs/api.md, Idempotent writes). The key is
- * claimed in the control store; the write's intent is recorded there before it commits, and its answer after.
- * A repeat gets the first answer without writing; a repeat after the first's node died finds out from the
- * intent whether that write landed, and applies it only if it did not.
+ * Claims the key for this request, once its body is read: undefined when the write should run, or an earlier
+ * request's answer to repeat. A request whose node died holding the key is found out from its intent: answered
+ * if its write landed, run again (under this node's hold) if not.
  */
-export async function idempotently<R>(
+async function claim<R>(
   ctx: AppContext,
-  req: FastifyRequest,
-  databaseId: string,
+  scope: IdempotencyScope,
+  fingerprint: string,
   write: IdempotentWrite<R>,
-): Promise<IdempotentOutcome<R>> {
-  const key = idempotencyKeyOf(req);
-  if (key === undefined) return { kind: 'fresh', result: await write.run(undefined) };
+): Promise<StoredAnswer | undefined> {
   const { store, nodeId, config } = ctx;
-  // Held this long unrenewed: a node that died holding the key blocks a retry no longer than this.
-  const holdMs = config.idempotencyHoldMs;
-  const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
   const begun = await store.beginIdempotent(
     scope,
-    fingerprintOf(write.fingerprint),
+    fingerprint,
     nodeId,
-    holdMs,
+    config.idempotencyHoldMs,
     config.idempotencyTtlMs,
   );
   switch (begun.kind) {
@@ -95,25 +108,50 @@ export async function idempotently<R>(
         'idempotency_in_flight',
       );
     case 'done':
-      return { kind: 'replayed', answer: JSON.parse(begun.response) as StoredAnswer };
+      return JSON.parse(begun.response) as StoredAnswer;
     case 'resumed': {
-      const recovered =
-        begun.intent === null ? undefined : await write.recover(JSON.parse(begun.intent) as WriteIntent);
-      if (recovered !== undefined) {
-        await store.finishIdempotent(scope, nodeId, JSON.stringify(recovered));
-        return { kind: 'replayed', answer: recovered };
-      }
-      break;
+      if (begun.intent === null) return undefined;
+      const recovered = await write.recover(JSON.parse(begun.intent) as WriteIntent);
+      if (recovered !== undefined) await store.finishIdempotent(scope, nodeId, JSON.stringify(recovered));
+      return recovered;
     }
     case 'started':
-      break;
+      return undefined;
   }
+}
 
-  const renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);
-  renew.unref();
-  let intended = false;
-  try {
-    const result = await write.run(async (intent) => {
+/**
+ * Runs a write under the request's idempotency key, if it has one (docs/api.md, Idempotent writes). The key is
+ * claimed in the control store once the body is read; the write's intent is recorded there (durably) before it
+ * commits, and its answer after. A repeat gets the first answer without writing; a repeat after the first's
+ * node died finds out from the intent whether that write landed, and applies it only if it did not.
+ */
+export async function idempotently<R>(
+  ctx: AppContext,
+  req: FastifyRequest,
+  databaseId: string,
+  write: IdempotentWrite<R>,
+): Promise<IdempotentOutcome<R>> {
+  const key = idempotencyKeyOf(req);
+  if (key === undefined) return { kind: 'fresh', result: await write.run(undefined) };
+  const { store, nodeId, config } = ctx;
+  // Held this long unrenewed: a node that died holding the key blocks a retry no longer than this.
+  const holdMs = config.idempotencyHoldMs;
+  const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
+  const fingerprint = fingerprintOf(write.fingerprint);
+  // Handled where awaited; a write refused before its body was read never awaits it.
+  fingerprint.catch(() => undefined);
+  let stage: 'unclaimed' | 'claimed' | 'intended' = 'unclaimed';
+  let renew: NodeJS.Timeout | undefined;
+  const hooks: WriteHooks = {
+    async beforeWrite() {
+      const earlier = await claim(ctx, scope, await fingerprint, write);
+      if (earlier !== undefined) throw new AnsweredBefore(earlier);
+      stage = 'claimed';
+      renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);
+      renew.unref();
+    },
+    async beforeCommit(intent) {
       if (!(await store.recordIntent(scope, nodeId, JSON.stringify(intent)))) {
         throw new Conflict(
           'this Idempotency-Key was taken over by a retry while the request ran; nothing was written',
@@ -121,16 +159,24 @@ export async function idempotently<R>(
           'idempotency_in_flight',
         );
       }
-      intended = true;
-    });
+      stage = 'intended';
+      await store.durable();
+    },
+  };
+  try {
+    const result = await write.run(hooks);
     if (CRASH_EVERY > 0 && ++committed % CRASH_EVERY === 0) process.kill(process.pid, 'SIGKILL');
     await store.finishIdempotent(scope, nodeId, JSON.stringify(write.answer(result)));
     return { kind: 'fresh', result };
   } catch (err) {
+    if (err instanceof AnsweredBefore) return { kind: 'replayed', answer: err.answer };
     // Before its intent was recorded the write did not commit: the key is let go for a retry. After, it may
     // have: the key's hold lapses at once, so a retry looks for the write before applying it again.
-    const letGo = intended ? store.renewIdempotent(scope, nodeId, -1) : store.dropIdempotent(scope, nodeId);
-    await letGo.catch(() => undefined);
+    if (stage !== 'unclaimed') {
+      const letGo =
+        stage === 'intended' ? store.renewIdempotent(scope, nodeId, -1) : store.dropIdempotent(scope, nodeId);
+      await letGo.catch(() => undefined);
+    }
     throw err;
   } finally {
     clearInterval(renew);

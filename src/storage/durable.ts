@@ -138,3 +138,39 @@ export class DurableFolder {
     found.folders.push({ path: dir, seen, gained });
   }
 }
+
+/**
+ * Runs one flush (an fsync) for many callers, one at a time: a caller waits for the next flush that begins after
+ * it asked, and every caller who asked meanwhile shares that one (group commit). An fsync runs on libuv's
+ * threads, so the event loop serves other requests while the disk works.
+ */
+export class GroupSync {
+  private running: Promise<void> | undefined;
+  private queued: Promise<void> | undefined;
+
+  constructor(private readonly flush: () => Promise<unknown>) {}
+
+  sync(): Promise<void> {
+    if (this.queued !== undefined) return this.queued;
+    if (this.running === undefined) return this.start();
+    // The fsync under way may have begun before the caller's change reached the page cache.
+    const queued = this.running
+      .catch(() => undefined)
+      .then(() => {
+        this.queued = undefined;
+        return this.start();
+      });
+    this.queued = queued;
+    return queued;
+  }
+
+  private start(): Promise<void> {
+    const run = this.flush()
+      .then(() => undefined)
+      .finally(() => {
+        if (this.running === run) this.running = undefined;
+      });
+    this.running = run;
+    return run;
+  }
+}

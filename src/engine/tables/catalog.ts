@@ -21,6 +21,8 @@ export interface CatalogStore {
   listTables(databaseId: string): Promise<TableRecord[]>;
   setTableState(tableId: string, state: TableRecord['state']): Promise<void>;
   deleteTable(tableId: string): Promise<void>;
-  /** Reserves `count` consecutive row keys of a table; returns the first. */
+  /** Reserves `count` consecutive row keys of a table; returns the first. It lasts a power cut once `durable`. */
   reserveRowKeys(tableId: string, count: number): Promise<bigint>;
+  /** Makes every change committed so far last a power cut; a write calls it once, right before its own commit. */
+  durable(): Promise<void>;
 }

@@ -14,7 +14,7 @@ import type { CatalogStore } from '../tables/catalog.js';
 import { type TableHandle, Tables } from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
-import { type BeforeCommit, landed, type WriteIntent } from '../writes/intent.js';
+import { landed, type WriteHooks, type WriteIntent } from '../writes/intent.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
@@ -103,21 +103,25 @@ export class DatabaseWorker {
     );
   }
 
-  append(table: string, body: RowsBody, beforeCommit?: BeforeCommit): Promise<WriteResult> {
-    return this.onTable(table, async (handle) =>
-      append(this.catalog, handle, await this.rowsOf(handle, body), beforeCommit),
-    );
+  append(table: string, body: RowsBody, hooks?: WriteHooks): Promise<WriteResult> {
+    return this.onTable(table, async (handle) => {
+      const rows = await this.rowsOf(handle, body);
+      await hooks?.beforeWrite();
+      return append(this.catalog, handle, rows, hooks?.beforeCommit);
+    });
   }
 
   replace(
     table: string,
     predicate: string | undefined,
     body: RowsBody,
-    beforeCommit?: BeforeCommit,
+    hooks?: WriteHooks,
   ): Promise<WriteResult & RowCounts> {
-    return this.onTable(table, async (handle) =>
-      replace(handle, predicate, await this.rowsOf(handle, body), beforeCommit),
-    );
+    return this.onTable(table, async (handle) => {
+      const rows = await this.rowsOf(handle, body);
+      await hooks?.beforeWrite();
+      return replace(handle, predicate, rows, hooks?.beforeCommit);
+    });
   }
 
   /**
@@ -157,12 +161,11 @@ export class DatabaseWorker {
     return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 
-  remove(
-    table: string,
-    predicate: string | undefined,
-    beforeCommit?: BeforeCommit,
-  ): Promise<RowCounts & { version: number }> {
-    return this.onTable(table, (handle) => remove(handle, predicate, beforeCommit));
+  remove(table: string, predicate: string | undefined, hooks?: WriteHooks): Promise<RowCounts & { version: number }> {
+    return this.onTable(table, async (handle) => {
+      await hooks?.beforeWrite();
+      return remove(handle, predicate, hooks?.beforeCommit);
+    });
   }
 
   search(table: string, req: HybridRequest): Promise<RowsResult> {

@@ -15,8 +15,18 @@ export type WriteIntent =
   | { kind: 'replace'; tableId: string; keys: string[] }
   | { kind: 'delete'; tableId: string; keys: string[] };
 
-/** Told a write's intent before it commits; a write whose intent cannot be recorded does not commit. */
+/**
+ * Told a write's intent before it commits; what it records must last a power cut when it resolves. A write whose
+ * intent cannot be recorded does not commit.
+ */
 export type BeforeCommit = (intent: WriteIntent) => Promise<void>;
+
+/** What a caller is told on the way through a write, and may stop it at by throwing. */
+export interface WriteHooks {
+  /** The body is read and checked, and nothing is written yet. */
+  beforeWrite(): Promise<void>;
+  beforeCommit: BeforeCommit;
+}
 
 const keyList = (keys: readonly bigint[]) => keys.map(String).join(', ');
 const compareKeys = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);

@@ -79,6 +79,8 @@ export async function append(
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey: String(first), count: n });
+    // Keys reused after a power cut would name two rows: the reservation is durable before the rows are.
+    await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
     const result = await recording(table, 'append', () =>
       table.lance.add(new arrow.Table(withRowKeys(table, rows, keys))),

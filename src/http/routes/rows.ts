@@ -90,7 +90,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['append', table, undefined, body.kind, body.bytes],
-          run: (beforeCommit) => worker.append(table, body, beforeCommit),
+          run: (hooks) => worker.append(table, body, hooks),
           answer: (written) => ({ version: written.version }),
           recover: (intent) => worker.recovered(table, intent, body),
         });
@@ -124,7 +124,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['update', table, predicate, body.kind, body.bytes],
-          run: (beforeCommit) => worker.replace(table, predicate, body, beforeCommit),
+          run: (hooks) => worker.replace(table, predicate, body, hooks),
           answer: (written) => ({ version: written.version, counts: countsOf(written) }),
           recover: (intent) => worker.recovered(table, intent, body),
         });
@@ -161,7 +161,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['delete', table, predicate],
-          run: (beforeCommit) => worker.remove(table, predicate, beforeCommit),
+          run: (hooks) => worker.remove(table, predicate, hooks),
           answer: (removed) => ({ version: removed.version, counts: countsOf(removed) }),
           recover: (intent) => worker.recovered(table, intent, undefined),
         });
