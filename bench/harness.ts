@@ -27,6 +27,9 @@ export interface Server {
 }
 
 /** Builds, then starts `strata serve` on `dataDir` with `env`, and waits until it answers. */
+/** Extra flags for the server's node, e.g. BENCH_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile it. */
+const NODE_ARGS = (process.env.BENCH_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+
 export async function startServer(
   dataDir: string,
   env: Record<string, string> = {},
@@ -37,7 +40,7 @@ export async function startServer(
   const port = 18000 + Math.floor(Math.random() * 1000);
   const child: ChildProcess = spawn(
     process.execPath,
-    ['dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
+    [...NODE_ARGS, 'dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
     { env: { ...process.env, ...env, STRATA_BOOTSTRAP_KEY: secret }, stdio: 'inherit' },
   );
   // A benchmark that dies must not leave its server behind.
@@ -62,7 +65,7 @@ export async function startServer(
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
           const out = Buffer.concat(chunks);
-          if (res.statusCode === 200 || res.statusCode === 201) resolve(out);
+          if (res.statusCode === 200 || res.statusCode === 201 || res.statusCode === 204) resolve(out);
           else reject(new Error(`${path}: ${res.statusCode} ${out.toString()}`));
         });
       });

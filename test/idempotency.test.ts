@@ -106,6 +106,26 @@ describe('Idempotency-Key', () => {
     expect(await rows('id IN (20, 21)')).toEqual([{ id: 20, v: 'x' }]);
   });
 
+  test('an append answered without its rows (Prefer: return=minimal) is replayed the same way', async () => {
+    const key = newKey();
+    const body = { data: [{ id: 60, v: 'min' }] };
+    const minimal = () =>
+      api.raw('POST', '/v1/append/idem?table=items', body, { 'idempotency-key': key, prefer: 'return=minimal' });
+
+    const first = await minimal();
+    const again = await minimal();
+    const withRows = await send('append/{db}?table=items', key, body);
+
+    expect([first.status, again.status]).toEqual([204, 204]);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('x-strata-table-version')).toBe(first.headers.get('x-strata-table-version'));
+    // The preference is how to answer, not part of the request's identity: asked for rows, the replay has them.
+    expect(withRows.status).toBe(200);
+    expect(withRows.headers.get('idempotent-replayed')).toBe('true');
+    expect(withRows.json.data).toEqual(body.data);
+    expect(await rows('id = 60')).toEqual([{ id: 60, v: 'min' }]);
+  });
+
   test('a repeat while the first is still running is 409 with Retry-After', async () => {
     const key = newKey();
     const store = strata.app.ctx.store;

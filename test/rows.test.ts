@@ -29,6 +29,35 @@ describe('append', () => {
     expect(await readTable(strata, 'acme', 'rows', 'all')).toEqual([FULL_ROW, NULL_ROW]);
   });
 
+  test('Prefer: return=minimal answers 204 with the version and no body, whatever Accept says', async () => {
+    const before = (await readTable(strata, 'acme', 'rows', 'items')).length;
+    for (const prefer of ['return=minimal', 'respond-async, RETURN="minimal"; detail=1']) {
+      const res = await api.raw(
+        'POST',
+        '/v1/append/rows?table=items',
+        { data: [{ id: 900, name: 'minimal', price: 1 }] },
+        { prefer, accept: 'text/csv' },
+      );
+
+      expect(res.status).toBe(204);
+      expect(res.headers.get('preference-applied')).toBe('return=minimal');
+      expect(Number(res.headers.get('x-strata-table-version'))).toBeGreaterThan(0);
+      expect(await res.arrayBuffer()).toHaveProperty('byteLength', 0);
+    }
+    // Any other preference is no preference: the rows as stored come back.
+    const full = await api.raw(
+      'POST',
+      '/v1/append/rows?table=items',
+      { data: [{ id: 901, name: 'full', price: 2 }] },
+      { prefer: 'return=representation', accept: 'application/json' },
+    );
+    expect(full.status).toBe(200);
+    expect(((await full.json()) as { data: unknown[] }).data).toEqual([{ id: 901, name: 'full', price: 2 }]);
+    const after = await readTable(strata, 'acme', 'rows', 'items');
+    expect(after.length).toBe(before + 3);
+    expect(after.filter((r) => r.name === 'minimal')).toHaveLength(2);
+  });
+
   test('a batch whose columns are all null round-trips too (Arrow JS writes all-null booleans Lance refuses)', async () => {
     await db.create({ table_name: 'all_null', schema: ALL_TYPES });
 

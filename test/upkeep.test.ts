@@ -487,6 +487,72 @@ describe('upkeep metrics', () => {
   });
 });
 
+describe('a table being loaded', () => {
+  test('is left be while each pass finds it grown, for at most six passes in a row, and indexed once writes pause', async () => {
+    // Passes run by hand: the timer's never comes.
+    const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '3600000', STRATA_ANN_MIN_ROWS: '1000' });
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'bulk');
+      const tables = tablesOf(client, 'bulk');
+      for (const name of ['paused', 'steady']) {
+        await tables.create({
+          table_name: name,
+          schema: [
+            { name: 'id', type: 'i64', nullable: false },
+            { name: 'emb', type: 'vector', dim: DIM },
+          ],
+          indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+        });
+      }
+      const account = await server.app.ctx.store.ensureAccount('acme');
+      const database = await server.app.ctx.store.findDatabase(account.id, 'bulk');
+      const pass = async () => {
+        const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
+        try {
+          await lease?.worker.upkeep.run();
+        } finally {
+          lease?.release();
+        }
+        return metricsOf(server);
+      };
+      const annBuilds = (metrics: string) =>
+        Number(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
+      const unindexed = (metrics: string) => Number(/^strata_unindexed_rows (\d+)$/m.exec(metrics)?.[1]);
+      const written = { paused: 0, steady: 0 };
+      const load = async (table: keyof typeof written) => {
+        const rows = Array.from({ length: 12_000 }, (_, i) => ({
+          id: written[table] + i,
+          emb: vectors[i % ROWS],
+        }));
+        await tables.append(table, rows);
+        written[table] += rows.length;
+      };
+
+      await load('paused');
+      let metrics = await pass();
+      expect(annBuilds(metrics)).toBe(0);
+      expect(unindexed(metrics)).toBe(12_000);
+      metrics = await pass(); // no writes since
+      expect(annBuilds(metrics)).toBe(1);
+      expect(unindexed(metrics)).toBe(0);
+
+      for (let i = 0; i < 6; i++) {
+        await load('steady');
+        metrics = await pass();
+        expect(annBuilds(metrics)).toBe(1);
+        expect(unindexed(metrics)).toBe(written.steady);
+      }
+      await load('steady');
+      metrics = await pass();
+      expect(annBuilds(metrics)).toBe(2);
+      expect(unindexed(metrics)).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 type Tables = ReturnType<typeof tablesOf>;
 
 /** Runs `body` against a server of its own (`UPKEEP_ENV`) holding the local database `name`. */

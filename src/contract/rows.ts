@@ -23,6 +23,20 @@ export const WriteHeaders = Type.Object({
   ),
 });
 
+/** An append's headers: a write's, and `Prefer` to be answered without the rows (RFC 7240). */
+export const AppendHeaders = Type.Object({
+  ...WriteHeaders.properties,
+  prefer: Type.Optional(
+    Type.String({
+      description:
+        '"return=minimal": answer 204 with X-Strata-Table-Version and no body, instead of the rows as stored (Preference-Applied: return=minimal)',
+    }),
+  ),
+});
+
+/** An append answered without its rows (`Prefer: return=minimal`). */
+export const Appended = Type.Null({ description: 'Appended; X-Strata-Table-Version gives the version' });
+
 const JsonRows = Type.Object(
   { data: Type.Array(Type.Object({}, { additionalProperties: true })) },
   { additionalProperties: false },

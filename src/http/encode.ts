@@ -31,6 +31,26 @@ function matches(range: string, offered: string): boolean {
   return range.endsWith('/*') && offered.startsWith(range.slice(0, -1));
 }
 
+/** Says which of the request's preferences the answer honoured (RFC 7240). */
+export const PREFERENCE_APPLIED = 'preference-applied';
+
+/**
+ * Whether the request prefers an answer without a representation (`Prefer: return=minimal`, RFC 7240): one
+ * preference among others, with any parameters, the value quoted or not, names in any case.
+ */
+export function prefersMinimal(req: FastifyRequest): boolean {
+  const header = req.headers.prefer;
+  if (header === undefined) return false;
+  return [header]
+    .flat()
+    .join(',')
+    .split(',')
+    .some((preference) => {
+      const [name, value] = (preference.split(';')[0] ?? '').split('=').map((part) => part.trim());
+      return name?.toLowerCase() === 'return' && value?.replace(/^"(.*)"$/, '$1').toLowerCase() === 'minimal';
+    });
+}
+
 /**
  * The encoding to answer with: the offered type the `Accept` header ranks highest (a named type before a
  * wildcard match, then the first offered; the first offered for a missing header); 406 when it allows none.

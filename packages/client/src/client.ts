@@ -175,8 +175,9 @@ export class StrataTable {
         method: 'POST',
         path: this.path('append'),
         query: { table: this.name },
-        headers: { 'idempotency-key': key },
-        // The rows as stored come back; as an Arrow stream they are the body echoed, not made into JSON.
+        // Answered with no body: the rows as stored would be what was just sent (a service that does not honour
+        // the preference sends them as an Arrow stream, the body echoed, rather than made into JSON).
+        headers: { 'idempotency-key': key, prefer: 'return=minimal' },
         accept: ARROW_STREAM,
         ...(chunk.kind === 'arrow' ? { arrow: chunk.bytes } : { json: { data: chunk.data } }),
       };

@@ -2,6 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { errorReplies } from '../../contract/common.js';
 import {
+  Appended,
+  AppendHeaders,
   AppendQuery,
   ARROW_STREAM,
   PredicateQuery,
@@ -14,7 +16,7 @@ import { DatabasePathParams } from '../../contract/tables.js';
 import type { RowsBody as Rows } from '../../engine/writes/rows.js';
 import type { RowCounts as Counts, WriteResult } from '../../engine/writes/writes.js';
 import { BadRequest } from '../../errors.js';
-import { JSON_TYPE, negotiate, ROW_ENCODINGS, sendRows } from '../encode.js';
+import { JSON_TYPE, negotiate, PREFERENCE_APPLIED, prefersMinimal, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWorker } from '../guard.js';
 import { idempotently, REPLAYED_HEADER, type StoredAnswer } from '../idempotency.js';
 
@@ -74,17 +76,18 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        summary: 'Append rows atomically; answers the rows as stored',
+        summary: 'Append rows atomically; answers the rows as stored, or nothing with Prefer: return=minimal',
         params: DatabasePathParams,
         querystring: AppendQuery,
-        headers: WriteHeaders,
+        headers: AppendHeaders,
         body: RowsBytes,
-        response: errors,
+        response: { 204: Appended, ...errors },
       },
       config: documented,
     },
     async (req, reply) => {
-      const encoding = negotiate(req, ROW_ENCODINGS);
+      // Answered without the rows, Accept does not matter: a loader need not take back what it sent.
+      const encoding = prefersMinimal(req) ? undefined : negotiate(req, ROW_ENCODINGS);
       const { table } = req.query;
       const body = rowsOf(req);
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
@@ -94,11 +97,17 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
           answer: (written) => ({ version: written.version }),
           recover: (intent) => worker.recovered(table, intent, body),
         });
-        return outcome.kind === 'fresh'
-          ? outcome.result
-          : replayed(reply, outcome.answer, worker.asStored(table, body));
+        if (outcome.kind === 'fresh') return outcome.result;
+        if (encoding === undefined) {
+          void reply.header(REPLAYED_HEADER, 'true');
+          return { version: outcome.answer.version };
+        }
+        return replayed(reply, outcome.answer, worker.asStored(table, body));
       });
       void reply.header('x-strata-table-version', String(result.version));
+      if (encoding === undefined || !('rows' in result)) {
+        return reply.header(PREFERENCE_APPLIED, 'return=minimal').code(204).send(null);
+      }
       return sendRows(reply, encoding, result, 'written');
     },
   );
