@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { fingerprintOf } from '../src/http/idempotency.js';
 import { activeLocalDatabase, serveFile } from './support/server.js';
@@ -108,7 +109,7 @@ describe('Idempotency-Key', () => {
 
   test('an append answered without its rows (Prefer: return=minimal) is replayed the same way', async () => {
     const key = newKey();
-    const body = { data: [{ id: 60, v: 'min' }] };
+    const body = { data: [{ id: 80, v: 'min' }] };
     const minimal = () =>
       api.raw('POST', '/v1/append/idem?table=items', body, { 'idempotency-key': key, prefer: 'return=minimal' });
 
@@ -123,7 +124,7 @@ describe('Idempotency-Key', () => {
     expect(withRows.status).toBe(200);
     expect(withRows.headers.get('idempotent-replayed')).toBe('true');
     expect(withRows.json.data).toEqual(body.data);
-    expect(await rows('id = 60')).toEqual([{ id: 60, v: 'min' }]);
+    expect(await rows('id = 80')).toEqual([{ id: 80, v: 'min' }]);
   });
 
   test('a repeat while the first is still running is 409 with Retry-After', async () => {
@@ -135,7 +136,7 @@ describe('Idempotency-Key', () => {
     // Another node holds the key for this very request now, as it would while its write runs.
     const begun = await store.beginIdempotent(
       { accountId: account.id, databaseId: database?.id ?? '', key },
-      await fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
+      fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
       'another-node',
       60_000,
       60_000,
@@ -229,5 +230,27 @@ describe('Idempotency-Key', () => {
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(/Idempotency-Key/);
     expect(await rows('id = 60')).toEqual([]);
+  });
+});
+
+describe("a request's fingerprint", () => {
+  const body = (text: string) => Buffer.from(text);
+  const fingerprint = (predicate: string | undefined, bytes: Uint8Array) =>
+    fingerprintOf(['update', 'items', predicate, 'json', bytes]);
+
+  test('tells apart bodies that differ anywhere, and where one part ends and the next begins', () => {
+    const large = randomBytes(6 * 1024 * 1024);
+    const same = fingerprint('id = 1', Buffer.from(large));
+    expect(fingerprint('id = 1', large)).toBe(same);
+    for (const at of [0, 1, large.length >> 1, large.length - 1]) {
+      const changed = Buffer.from(large);
+      changed[at] = (changed[at] ?? 0) ^ 0x80;
+      expect(fingerprint('id = 1', changed)).not.toBe(same);
+    }
+    expect(fingerprint('id = 1', large.subarray(1))).not.toBe(same);
+    expect(fingerprint('id = 2', large)).not.toBe(same);
+    expect(fingerprint(undefined, body(''))).not.toBe(fingerprint('', body('')));
+    expect(fingerprintOf(['ab', 'c'])).not.toBe(fingerprintOf(['a', 'bc']));
+    expect(fingerprintOf(['a', body('b')])).not.toBe(fingerprintOf([body('a'), 'b']));
   });
 });

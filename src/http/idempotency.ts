@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { crc32 } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
 import type { IdempotencyScope } from '../control/idempotency.js';
 import type { WriteHooks, WriteIntent } from '../engine/writes/intent.js';
@@ -51,24 +52,18 @@ function idempotencyKeyOf(req: FastifyRequest): string | undefined {
 }
 
 /**
- * SHA-256 over the parts, each length-prefixed so that no two different requests hash the same stream. Byte
- * parts (bodies) enter as their own SHA-256, taken on libuv's threads: ~1 ms for a 1.6 MB body, which the
- * caller spends parsing that body meanwhile.
+ * The request's parts as one SHA-256, each part length-prefixed so that no two different requests hash the same
+ * stream. A body enters as its CRC-32 (zlib's, 0.34 ms for a 1.6 MB body here, against 1.1 ms for its SHA-256):
+ * keys are per account and database, so a fingerprint only tells one client's own requests apart, and CRC-32
+ * catches every change of up to 32 consecutive bits and misses a random one with odds of 2^-32.
  */
-export async function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): Promise<string> {
-  const digests = await Promise.all(
-    // Request bodies are never shared memory.
-    parts.map((part) =>
-      part instanceof Uint8Array ? crypto.subtle.digest('SHA-256', part as Uint8Array<ArrayBuffer>) : undefined,
-    ),
-  );
+export function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): string {
   const hash = createHash('sha256');
-  parts.forEach((part, i) => {
-    const bytes = part === undefined ? new Uint8Array() : typeof part === 'string' ? Buffer.from(part) : part;
-    hash.update(`${part === undefined ? -1 : bytes.length}:`);
-    const digest = digests[i];
-    hash.update(digest === undefined ? bytes : new Uint8Array(digest));
-  });
+  for (const part of parts) {
+    if (part === undefined) hash.update('none;');
+    else if (typeof part === 'string') hash.update(`text ${Buffer.byteLength(part)}:`).update(part);
+    else hash.update(`bytes ${part.length} crc32 ${crc32(part)};`);
+  }
   return hash.digest('hex');
 }
 
@@ -139,13 +134,11 @@ export async function idempotently<R>(
   const holdMs = config.idempotencyHoldMs;
   const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
   const fingerprint = fingerprintOf(write.fingerprint);
-  // Handled where awaited; a write refused before its body was read never awaits it.
-  fingerprint.catch(() => undefined);
   let stage: 'unclaimed' | 'claimed' | 'intended' = 'unclaimed';
   let renew: NodeJS.Timeout | undefined;
   const hooks: WriteHooks = {
     async beforeWrite() {
-      const earlier = await claim(ctx, scope, await fingerprint, write);
+      const earlier = await claim(ctx, scope, fingerprint, write);
       if (earlier !== undefined) throw new AnsweredBefore(earlier);
       stage = 'claimed';
       renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);

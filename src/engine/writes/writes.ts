@@ -1,7 +1,7 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
-import { committing, readAll } from '../lance.js';
+import { appendBatches, committing, readAll } from '../lance.js';
 import { checkPredicate, readingPredicate } from '../predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
@@ -82,9 +82,7 @@ export async function append(
     // Keys reused after a power cut would name two rows: the reservation is durable before the rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await recording(table, 'append', () =>
-      table.lance.add(new arrow.Table(withRowKeys(table, rows, keys))),
-    );
+    const result = await recording(table, 'append', () => appendBatches(table.lance, withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
