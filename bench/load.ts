@@ -9,24 +9,26 @@
  *    fresh `strata serve` on a fresh data dir (upkeep as deployed: it folds rows into the FTS index meanwhile), a
  *    verified local database, then `node dist/cli.js load FILE --create --fts body --vector emb:cosine` timed from
  *    spawn to exit, and `count(*)`, `count(DISTINCT id)` checked through `POST /v1/query_sql`.
+ *    The first run also waits for upkeep to index every loaded row, and says how long after the load that took.
  * 3. In process: the same file read by DuckDB in this process (the same query and conversion to Arrow the CLI
  *    uses), regrouped into the first setting's batches and added one after another with LanceDB `add()` to a
  *    table in a temp folder, with no server running. The figure includes the Parquet read, as the end-to-end one
  *    does; `add()` leaves its files in the page cache while the service fsyncs every append, so the `sync` after
  *    it is timed apart and a second ratio includes it.
- * 4. On a server with upkeep held off: BENCH_APPENDS (300) appends of 1k-row Arrow batches (i64 id, 20-word utf8
+ * 4. On a server with upkeep held off: BENCH_APPENDS (1000) appends of 1k-row Arrow batches (i64 id, 20-word utf8
  *    body, 384-d vector; no declared index) without the Idempotency-Key header and as many with a fresh key each,
  *    in turns (which goes first alternates), after WARMUP of each. Then, to show where a load's time goes, 10k-row
  *    appends of the CLI's own request bodies answered as JSON (what @strata/client asks for) and as Arrow.
  *
- * BENCH_LOAD_PARTS (default `load,keys`) picks the parts: `load` is 2 and 3, `keys` is 4.
+ * BENCH_LOAD_PARTS (default `load,keys`) picks the parts: `load` is 2 and 3, `keys` is 4. The first setting of
+ * 2 and the baseline of 3 run BENCH_LOAD_REPEAT times (default 3), in turns; their figures are medians.
  *
  * Every timed step starts after `sync` (harness flushDisk). It runs `npm run build` itself: the CLI needs dist/
  * and the client package built. Removes its temp folders unless BENCH_KEEP is set.
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance, type DuckDBType } from '@duckdb/node-api';
@@ -57,9 +59,10 @@ const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x2,10000x1').split(',').map((
   if (!Number.isInteger(batchRows) || !Number.isInteger(concurrency)) throw new Error(`BENCH_LOAD_RUNS: "${run}"`);
   return { batchRows: batchRows as number, concurrency: concurrency as number };
 });
-const APPENDS = Number(process.env.BENCH_APPENDS ?? 300);
+const APPENDS = Number(process.env.BENCH_APPENDS ?? 1000);
 /** Which parts run: `load` (end to end and in process) and `keys` (what an Idempotency-Key costs). */
 const PARTS = new Set((process.env.BENCH_LOAD_PARTS ?? 'load,keys').split(','));
+const REPEAT = Number(process.env.BENCH_LOAD_REPEAT ?? 3);
 const WARMUP = 30;
 const REPLY_ROUNDS = 6;
 const APPEND_ROWS = 1_000;
@@ -70,6 +73,7 @@ const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 const VOCAB = WORDS.slice(0, 64);
 
 const round2 = (x: number) => Number(x.toFixed(2));
+const signed = (x: number) => `${x >= 0 ? '+' : ''}${x}`;
 const sql = (s: string) => `'${s.replaceAll("'", "''")}'`;
 
 /** The rows of the file, from the row number alone. */
@@ -125,14 +129,36 @@ interface CliRun {
   verified: { count: number; distinct_ids: number };
   /** Upkeep steps that finished on the server while the load ran (they share the machine with it). */
   upkeep_during_load: Record<string, { n: number; seconds: number }>;
+  /**
+   * Seconds from the load's end until upkeep had built the ANN index and found no row unindexed: upkeep leaves
+   * a table being loaded be, and catches up after.
+   */
+  indexed_after_s?: number;
   server_rss_mb: number;
   upkeep_process_rss_mb: number;
 }
 
+/** Seconds until the server's metrics show an ANN index built and no row unindexed (at most 600 s). */
+async function secondsUntilIndexed(server: Server): Promise<number> {
+  const start = performance.now();
+  while (performance.now() - start < 600_000) {
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const built = /^strata_upkeep_duration_seconds_count\{work="ann_build"\} [1-9]/m.test(metrics);
+    if (built && /^strata_unindexed_rows 0$/m.test(metrics)) return round2((performance.now() - start) / 1000);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('upkeep did not index the loaded rows within 600 s');
+}
+
 /** Runs `strata load` as a child process against a fresh server; resolves with its wall-clock figures. */
-async function endToEnd(file: string, batchRows: number, concurrency: number, build: boolean): Promise<CliRun> {
+async function endToEnd(
+  file: string,
+  batchRows: number,
+  concurrency: number,
+  waitForIndexes: boolean,
+): Promise<CliRun> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-load-'));
-  const server = await startServer(dataDir, {}, { build });
+  const server = await startServer(dataDir, {}, { build: false });
   try {
     await activeDatabase(server, 'bench');
     const args = [
@@ -168,6 +194,7 @@ async function endToEnd(file: string, batchRows: number, concurrency: number, bu
     if (code !== 0) throw new Error(`strata load exited ${code}:\n${stderr}`);
     const upkeep = await upkeepDone(server);
     const { n, ids } = await sqlCounts(server, 'bench', 't');
+    const indexedAfter = waitForIndexes ? await secondsUntilIndexed(server) : undefined;
     if (n !== ROWS || ids !== ROWS) throw new Error(`loaded ${n} rows, ${ids} distinct ids, for ${ROWS}`);
     const run: CliRun = {
       batch_rows: batchRows,
@@ -177,11 +204,12 @@ async function endToEnd(file: string, batchRows: number, concurrency: number, bu
       cli_said: /^loaded .*$/m.exec(stderr)?.[0] ?? stderr.trim().split('\n').at(-1) ?? '',
       verified: { count: n, distinct_ids: ids },
       upkeep_during_load: upkeep,
+      ...(indexedAfter === undefined ? {} : { indexed_after_s: indexedAfter }),
       server_rss_mb: await server.rssMb(),
       upkeep_process_rss_mb: server.childrenRssMb(),
     };
     console.log(
-      `end to end, --batch-rows ${batchRows} --concurrency ${concurrency}: ${run.seconds} s, ${run.rows_per_s} rows/s (${run.cli_said})`,
+      `end to end, --batch-rows ${batchRows} --concurrency ${concurrency}: ${run.seconds} s, ${run.rows_per_s} rows/s (${run.cli_said})${indexedAfter === undefined ? '' : `; indexed ${indexedAfter} s after`}`,
     );
     return run;
   } finally {
@@ -382,12 +410,16 @@ interface KeyOverhead {
   median_paired_difference_ms: number;
   p99_difference_ms: number;
   verified: { count: number; distinct_ids: number };
-  /** 10k-row appends of the CLI's bodies, by what the answer is asked as (the client asks for JSON). */
-  append_10k_by_reply: Record<'json' | 'arrow', ReplyCost>;
+  /** 10k-row appends of the CLI's bodies, by what the answer is asked as. */
+  append_10k_by_reply?: Record<'json' | 'arrow', ReplyCost>;
 }
 
-async function idempotencyOverhead(file: string): Promise<KeyOverhead> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-load-keys-'));
+/**
+ * Appends with and without a key on a server whose data dir is under `folder`: on disk as deployed, and in memory
+ * (`/dev/shm`), where an fsync returns at once, so the figure is what the key costs without the disk's ±10 ms.
+ */
+async function idempotencyOverhead(file: string, folder: string, withReplies: boolean): Promise<KeyOverhead> {
+  const dataDir = mkdtempSync(join(folder, 'strata-bench-load-keys-'));
   // Upkeep held off: compaction of the many small fragments would land on either side at random.
   const server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '3600000' }, { build: false });
   try {
@@ -434,7 +466,7 @@ async function idempotencyOverhead(file: string): Promise<KeyOverhead> {
     const { n, ids } = await sqlCounts(server, 'bench', 'appends');
     const expected = bodies.length * APPEND_ROWS;
     if (n !== expected || ids !== expected) throw new Error(`appends: ${n} rows, ${ids} distinct ids, for ${expected}`);
-    const replies = await replyCost(server, file);
+    const replies = withReplies ? await replyCost(server, file) : undefined;
     return {
       without_key_ms: without,
       with_key_ms: withKey,
@@ -455,18 +487,37 @@ async function idempotencyOverhead(file: string): Promise<KeyOverhead> {
   }
 }
 
-/** The end-to-end runs of BENCH_LOAD_RUNS and, after the first, the in-process baseline. */
+/** The median of `runs` by `key`. */
+function medianBy<T>(runs: T[], key: (run: T) => number): T {
+  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)] as T;
+}
+
+/**
+ * The end-to-end runs of BENCH_LOAD_RUNS and the in-process baseline. The first setting and the baseline run
+ * BENCH_LOAD_REPEAT times (default 3) in turns, and each figure is the median of its repeats: this machine's two
+ * shared cores gave the same load 17.4–20.7 s in one hour.
+ */
 async function loadRuns(file: string) {
   const [first, ...others] = RUNS;
   if (first === undefined) throw new Error('BENCH_LOAD_RUNS is empty');
-  const endToEndRuns: CliRun[] = [await endToEnd(file, first.batchRows, first.concurrency, false)];
-  // The baseline between the end-to-end runs, with no server running, in the first run's batch size.
-  const baseline = await inProcess(file, first.batchRows);
+  const primaries: CliRun[] = [];
+  const baselines: InProcessRun[] = [];
+  for (let i = 0; i < REPEAT; i++) {
+    // The first also waits for upkeep to index what it loaded.
+    primaries.push(await endToEnd(file, first.batchRows, first.concurrency, i === 0));
+    // With no server running, in the first setting's batch size.
+    baselines.push(await inProcess(file, first.batchRows));
+  }
+  const primary = medianBy(primaries, (run) => run.rows_per_s);
+  const baseline = medianBy(baselines, (run) => run.rows_per_s);
+  const endToEndRuns = [primary];
   for (const run of others) endToEndRuns.push(await endToEnd(file, run.batchRows, run.concurrency, false));
-  const primary = endToEndRuns[0] as CliRun;
   return {
     end_to_end: endToEndRuns,
+    end_to_end_repeats_rows_per_s: primaries.map((run) => run.rows_per_s),
+    end_to_end_repeats_indexed_after_s: primaries[0]?.indexed_after_s,
     in_process: baseline,
+    in_process_repeats_rows_per_s: baselines.map((run) => run.rows_per_s),
     ratio_end_to_end_vs_in_process: round2(primary.rows_per_s / baseline.rows_per_s),
     ratio_end_to_end_vs_in_process_with_sync: round2(primary.rows_per_s / baseline.rows_per_s_with_sync),
     best_end_to_end: endToEndRuns.reduce((best, run) => (run.rows_per_s > best.rows_per_s ? run : best), primary),
@@ -486,10 +537,13 @@ async function main(): Promise<void> {
     console.log(`Parquet: ${parquetMb} MB, written in ${written.seconds.toFixed(1)} s`);
 
     const load = PARTS.has('load') ? await loadRuns(file) : undefined;
-    let keys: KeyOverhead | undefined;
+    let keys: { on_disk: KeyOverhead; in_memory: KeyOverhead | undefined } | undefined;
     if (PARTS.has('keys')) {
       console.log(`Idempotency-Key: ${APPENDS} appends of ${APPEND_ROWS} rows each way, in turns…`);
-      keys = await idempotencyOverhead(file);
+      keys = {
+        on_disk: await idempotencyOverhead(file, tmpdir(), true),
+        in_memory: existsSync('/dev/shm') ? await idempotencyOverhead(file, '/dev/shm', false) : undefined,
+      };
     }
     saveResults('load', {
       rows: ROWS,
@@ -505,13 +559,22 @@ async function main(): Promise<void> {
       const baseline = load.in_process;
       console.log(`End to end (strata load as a child process, spawn to exit, server fsyncing every append, upkeep as deployed):
 ${load.end_to_end.map((r) => `  --batch-rows ${r.batch_rows} --concurrency ${r.concurrency}: ${r.seconds} s, ${r.rows_per_s} rows/s`).join('\n')}
-In process (DuckDB read of the same file + LanceDB add() of ${baseline.batch_rows}-row batches, no fsync): ${baseline.seconds} s, ${baseline.rows_per_s} rows/s
+  (the first, median of ${REPEAT}: ${load.end_to_end_repeats_rows_per_s.join(', ')} rows/s; every row indexed ${load.end_to_end_repeats_indexed_after_s} s after the first ended)
+In process (DuckDB read of the same file + LanceDB add() of ${baseline.batch_rows}-row batches, no fsync), median of ${REPEAT} (${load.in_process_repeats_rows_per_s.join(', ')} rows/s): ${baseline.seconds} s, ${baseline.rows_per_s} rows/s
   (${baseline.add_seconds} s in add(), ${baseline.read_seconds} s reading; a sync after it took ${baseline.sync_seconds} s more)
 Ratio end to end / in process: ${load.ratio_end_to_end_vs_in_process}× (goal ≥ 0.7×); counting the sync in the baseline: ${load.ratio_end_to_end_vs_in_process_with_sync}×`);
     }
     if (keys !== undefined) {
-      console.log(`Idempotency-Key on a ${APPEND_ROWS}-row append: p50 ${keys.without_key_ms.p50} → ${keys.with_key_ms.p50} ms (${keys.p50_difference_ms >= 0 ? '+' : ''}${keys.p50_difference_ms} ms; median of the turns' differences ${keys.median_paired_difference_ms >= 0 ? '+' : ''}${keys.median_paired_difference_ms} ms; goal ≤ +1 ms), p99 ${keys.without_key_ms.p99} → ${keys.with_key_ms.p99} ms
-A 10k-row append of the CLI's body answered as JSON: p50 ${keys.append_10k_by_reply.json.p50_ms} ms, ${keys.append_10k_by_reply.json.reply_mb} MB answer; as Arrow: ${keys.append_10k_by_reply.arrow.p50_ms} ms, ${keys.append_10k_by_reply.arrow.reply_mb} MB`);
+      const said = (k: KeyOverhead) =>
+        `p50 ${k.without_key_ms.p50} → ${k.with_key_ms.p50} ms (${signed(k.p50_difference_ms)} ms; median of the turns' differences ${signed(k.median_paired_difference_ms)} ms), p99 ${k.without_key_ms.p99} → ${k.with_key_ms.p99} ms`;
+      console.log(`Idempotency-Key on a ${APPEND_ROWS}-row append (goal ≤ +1 ms at p50):
+  on disk: ${said(keys.on_disk)}${keys.in_memory === undefined ? '' : `\n  in memory (/dev/shm): ${said(keys.in_memory)}`}`);
+      const replies = keys.on_disk.append_10k_by_reply;
+      if (replies !== undefined) {
+        console.log(
+          `A 10k-row append of the CLI's body answered as JSON: p50 ${replies.json.p50_ms} ms, ${replies.json.reply_mb} MB answer; as Arrow: ${replies.arrow.p50_ms} ms, ${replies.arrow.reply_mb} MB`,
+        );
+      }
     }
   } finally {
     if (process.env.BENCH_KEEP === undefined) rmSync(workDir, { recursive: true, force: true });
