@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -7,6 +7,7 @@ import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import type { ControlEvent } from '../src/control/events.js';
 import { openControlStore } from '../src/control/open.js';
+import { SqliteControlStore } from '../src/control/sqlite.js';
 import type { ControlStore, DatabaseRecord } from '../src/control/store.js';
 import { ApiError } from '../src/errors.js';
 import { freshControlUrl } from './support/postgres.js';
@@ -194,5 +195,29 @@ describe.each(flavours)('the $name control store', (flavour) => {
     }
     expect(seen).toContainEqual({ kind: 'database_gone', databaseId: db.id });
     expect(await b.databaseExists(db.id)).toBe(false);
+  });
+});
+
+describe('the embedded store', () => {
+  test('makes commits on the request path durable through a symbolic link to its file, and says so when it cannot', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'strata-store-link-'));
+    dirs.push(dir);
+    mkdirSync(join(dir, 'real'));
+    await new SqliteControlStore(join(dir, 'real', 'control.sqlite')).close();
+    symlinkSync(join(dir, 'real', 'control.sqlite'), join(dir, 'control.sqlite'));
+    const store = new SqliteControlStore(join(dir, 'control.sqlite'));
+    opened.push(store);
+    const account = await store.ensureAccount('acme');
+    const scope = { accountId: account.id, databaseId: 'db', key: 'k' };
+
+    // A claim commits without SQLite's fsync; the log SQLite keeps is beside the real file, not the link.
+    expect((await store.beginIdempotent(scope, 'f', 'node', 1000, 60_000)).kind).toBe('started');
+    await expect(store.durable()).resolves.toBeUndefined();
+
+    // With the log gone, a relaxed commit cannot be made durable: refused, and every later one with it.
+    await store.finishIdempotent(scope, 'node', '{}');
+    rmSync(join(dir, 'real', 'control.sqlite-wal'));
+    await expect(store.durable()).rejects.toThrow(/log .* is missing/);
+    await expect(store.durable()).rejects.toThrow(/log .* is missing/);
   });
 });

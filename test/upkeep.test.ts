@@ -500,9 +500,10 @@ describe('a table being loaded', () => {
           table_name: name,
           schema: [
             { name: 'id', type: 'i64', nullable: false },
+            { name: 'body', type: 'utf8' },
             { name: 'emb', type: 'vector', dim: DIM },
           ],
-          indexes: { vector: [{ column: 'emb', metric: 'l2' }] },
+          indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
         });
       }
       const account = await server.app.ctx.store.ensureAccount('acme');
@@ -523,6 +524,7 @@ describe('a table being loaded', () => {
       const load = async (table: keyof typeof written) => {
         const rows = Array.from({ length: 12_000 }, (_, i) => ({
           id: written[table] + i,
+          body: `row ${i % 17}`,
           emb: vectors[i % ROWS],
         }));
         await tables.append(table, rows);

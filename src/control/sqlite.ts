@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, realpathSync } from 'node:fs';
 import { dirname } from 'node:path';
 import Database from 'better-sqlite3';
 import { ConfigError } from '../config.js';
@@ -93,7 +93,15 @@ export class SqliteControlStore implements ControlStore {
     this.db.pragma('foreign_keys = ON');
     // The CLI may write while the server does; wait for the lock instead of failing at once.
     this.db.pragma('busy_timeout = 5000');
-    this.walSync = new GroupSync(() => fsyncPath(`${path}-wal`));
+    // SQLite's fsync at each commit, but for `relaxed` ones. Stated: a database already in WAL mode opens with
+    // better-sqlite3's build default, which is without it.
+    this.db.pragma('synchronous = FULL');
+    // SQLite keeps the log beside the file a symbolic link names, not beside the link.
+    const wal = `${realpathSync(path)}-wal`;
+    this.walSync = new GroupSync(async () => {
+      // The log exists while relaxed commits wait for it: gone, they would be durable in name only.
+      if (!(await fsyncPath(wal))) throw new Error(`the control store's log ${wal} is missing`);
+    });
     this.migrate();
   }
 

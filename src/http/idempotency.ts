@@ -134,7 +134,7 @@ export async function idempotently<R>(
   const holdMs = config.idempotencyHoldMs;
   const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
   const fingerprint = fingerprintOf(write.fingerprint);
-  let stage: 'unclaimed' | 'claimed' | 'intended' = 'unclaimed';
+  let stage = 'unclaimed' as 'unclaimed' | 'claimed' | 'intended';
   let renew: NodeJS.Timeout | undefined;
   const hooks: WriteHooks = {
     async beforeWrite() {
@@ -153,13 +153,14 @@ export async function idempotently<R>(
         );
       }
       stage = 'intended';
-      await store.durable();
     },
   };
   try {
     const result = await write.run(hooks);
     if (CRASH_EVERY > 0 && ++committed % CRASH_EVERY === 0) process.kill(process.pid, 'SIGKILL');
     await store.finishIdempotent(scope, nodeId, JSON.stringify(write.answer(result)));
+    // A write that committed nothing recorded no intent for a retry to look for: its answer must last instead.
+    if (stage !== 'intended') await store.durable();
     return { kind: 'fresh', result };
   } catch (err) {
     if (err instanceof AnsweredBefore) return { kind: 'replayed', answer: err.answer };

@@ -142,15 +142,18 @@ export class DurableFolder {
 /**
  * Runs one flush (an fsync) for many callers, one at a time: a caller waits for the next flush that begins after
  * it asked, and every caller who asked meanwhile shares that one (group commit). An fsync runs on libuv's
- * threads, so the event loop serves other requests while the disk works.
+ * threads, so the event loop serves other requests while the disk works. After a failed flush every later one
+ * fails too: Linux may drop the pages a failed fsync could not write and report success the next time.
  */
 export class GroupSync {
   private running: Promise<void> | undefined;
   private queued: Promise<void> | undefined;
+  private failed: unknown;
 
   constructor(private readonly flush: () => Promise<unknown>) {}
 
   sync(): Promise<void> {
+    if (this.failed !== undefined) return Promise.reject(this.failed);
     if (this.queued !== undefined) return this.queued;
     if (this.running === undefined) return this.start();
     // The fsync under way may have begun before the caller's change reached the page cache.
@@ -158,7 +161,7 @@ export class GroupSync {
       .catch(() => undefined)
       .then(() => {
         this.queued = undefined;
-        return this.start();
+        return this.failed === undefined ? this.start() : Promise.reject(this.failed);
       });
     this.queued = queued;
     return queued;
@@ -166,7 +169,13 @@ export class GroupSync {
 
   private start(): Promise<void> {
     const run = this.flush()
-      .then(() => undefined)
+      .then(
+        () => undefined,
+        (err: unknown) => {
+          this.failed = err;
+          throw err;
+        },
+      )
       .finally(() => {
         if (this.running === run) this.running = undefined;
       });

@@ -243,13 +243,7 @@ export class Upkeep {
     } else {
       reindexed = await this.retrainOutgrown(table, indices);
     }
-    let searchBehind = 0;
-    let keysBehind = false;
-    for (const index of await table.lance.listIndices()) {
-      const unindexed = (await table.lance.indexStats(index.name))?.numUnindexedRows ?? 0;
-      if (index.columns.includes(ROW_KEY)) keysBehind ||= unindexed > 0;
-      else searchBehind = Math.max(searchBehind, unindexed);
-    }
+    const { searchBehind, keysBehind } = await this.behindOf(table);
     this.behind.set(id, searchBehind);
     const rewritten = table.changes.between(this.tidied.get(id) ?? version, version) === 'rewrite';
     // Search indexes are folded at once (fresh rows are searched by brute force until then); the row key's
@@ -282,8 +276,24 @@ export class Upkeep {
   }
 
   /**
+   * The most rows any search index of the table misses, and whether the row key's index misses any: what the
+   * indexes' statistics say now.
+   */
+  private async behindOf(table: TableHandle): Promise<{ searchBehind: number; keysBehind: boolean }> {
+    let searchBehind = 0;
+    let keysBehind = false;
+    for (const index of await table.lance.listIndices()) {
+      const unindexed = (await table.lance.indexStats(index.name))?.numUnindexedRows ?? 0;
+      if (index.columns.includes(ROW_KEY)) keysBehind ||= unindexed > 0;
+      else searchBehind = Math.max(searchBehind, unindexed);
+    }
+    return { searchBehind, keysBehind };
+  }
+
+  /**
    * Whether a table that changed since the previous pass is being loaded (`LOADING_MIN_ROWS`), so that this pass
-   * leaves it be. Its rows written meanwhile count as behind its indexes.
+   * leaves it be. The rows written since count as behind its search indexes (an estimate: rows written while
+   * the previous pass ran may count twice).
    */
   private async loading(table: TableHandle): Promise<boolean> {
     const id = table.record.tableId;
@@ -297,7 +307,10 @@ export class Upkeep {
       return false;
     }
     this.deferred.set(id, deferred + 1);
-    this.behind.set(id, (this.behind.get(id) ?? 0) + grown);
+    // First seen, nothing is known of its indexes: their statistics say what they miss.
+    const searched = table.indexes.fts.length + table.indexes.vector.length > 0;
+    if (before === undefined) this.behind.set(id, (await this.behindOf(table)).searchBehind);
+    else if (searched) this.behind.set(id, (this.behind.get(id) ?? 0) + grown);
     return true;
   }
 

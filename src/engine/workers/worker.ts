@@ -120,7 +120,7 @@ export class DatabaseWorker {
     return this.onTable(table, async (handle) => {
       const rows = await this.rowsOf(handle, body);
       await hooks?.beforeWrite();
-      return replace(handle, predicate, rows, hooks?.beforeCommit);
+      return replace(this.catalog, handle, predicate, rows, hooks?.beforeCommit);
     });
   }
 
@@ -164,7 +164,7 @@ export class DatabaseWorker {
   remove(table: string, predicate: string | undefined, hooks?: WriteHooks): Promise<RowCounts & { version: number }> {
     return this.onTable(table, async (handle) => {
       await hooks?.beforeWrite();
-      return remove(handle, predicate, hooks?.beforeCommit);
+      return remove(this.catalog, handle, predicate, hooks?.beforeCommit);
     });
   }
 

@@ -16,8 +16,8 @@ export type WriteIntent =
   | { kind: 'delete'; tableId: string; keys: string[] };
 
 /**
- * Told a write's intent before it commits; what it records must last a power cut when it resolves. A write whose
- * intent cannot be recorded does not commit.
+ * Told a write's intent before it commits. What it records in the control store the write makes durable, with its
+ * own row keys, before it commits (`CatalogStore.durable`). A write whose intent cannot be recorded does not commit.
  */
 export type BeforeCommit = (intent: WriteIntent) => Promise<void>;
 

@@ -79,7 +79,8 @@ export async function append(
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey: String(first), count: n });
-    // Keys reused after a power cut would name two rows: the reservation is durable before the rows are.
+    // Keys reused after a power cut would name two rows: the reservation (and the intent) is durable before the
+    // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
     const result = await recording(table, 'append', () => appendBatches(table.lance, withRowKeys(table, rows, keys)));
@@ -98,6 +99,7 @@ async function matchedKeys(table: TableHandle, predicate: string): Promise<BigIn
  * delete removed first update nothing and are counted as not found.
  */
 export async function replace(
+  catalog: CatalogStore,
   table: TableHandle,
   predicate: string | undefined,
   parsed: ParsedRows,
@@ -126,7 +128,10 @@ export async function replace(
         n_not_found: 0,
       };
     }
-    await beforeCommit?.({ kind: 'replace', tableId: table.record.tableId, keys: Array.from(keys, String) });
+    if (beforeCommit !== undefined) {
+      await beforeCommit({ kind: 'replace', tableId: table.record.tableId, keys: Array.from(keys, String) });
+      await catalog.durable();
+    }
     const merged = await recording(table, 'rewrite', () =>
       table.lance
         .mergeInsert(ROW_KEY)
@@ -148,6 +153,7 @@ export async function replace(
 
 /** Deletes the rows P matches; the counts say how many went and how many a concurrent write took first. */
 export async function remove(
+  catalog: CatalogStore,
   table: TableHandle,
   predicate: string | undefined,
   beforeCommit?: BeforeCommit,
@@ -163,6 +169,7 @@ export async function remove(
       matched = keys.length;
       if (matched > 0) {
         await beforeCommit({ kind: 'delete', tableId: table.record.tableId, keys: Array.from(keys, String) });
+        await catalog.durable();
       }
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
