@@ -5,7 +5,7 @@
  * 1. DuckDB writes a Parquet file of BENCH_ROWS rows (default 1000000): `id` BIGINT, `body` 20 words from a
  *    64-word vocabulary, `emb` FLOAT[384]; words and vector values are hashes of the row number, so the vectors do
  *    not compress (as real embeddings do not).
- * 2. End to end: for each setting of BENCH_LOAD_RUNS (default `10000x2,10000x1`: --batch-rows x --concurrency), a
+ * 2. End to end: for each setting of BENCH_LOAD_RUNS (default `10000x3,10000x2`: --batch-rows x --concurrency), a
  *    fresh `strata serve` on a fresh data dir (upkeep as deployed: it folds rows into the FTS index meanwhile), a
  *    verified local database, then `node dist/cli.js load FILE --create --fts body --vector emb:cosine` timed from
  *    spawn to exit, and `count(*)`, `count(DISTINCT id)` checked through `POST /v1/query_sql`.
@@ -54,7 +54,7 @@ import {
 } from './harness.js';
 
 const ROWS = Number(process.env.BENCH_ROWS ?? 1_000_000);
-const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x2,10000x1').split(',').map((run) => {
+const RUNS = (process.env.BENCH_LOAD_RUNS ?? '10000x3,10000x2').split(',').map((run) => {
   const [batchRows, concurrency] = run.split('x').map(Number);
   if (!Number.isInteger(batchRows) || !Number.isInteger(concurrency)) throw new Error(`BENCH_LOAD_RUNS: "${run}"`);
   return { batchRows: batchRows as number, concurrency: concurrency as number };

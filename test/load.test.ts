@@ -271,6 +271,12 @@ describe('strata load', () => {
     const usage = await cli(['load', '--database', 'db'], env()).catch((err: { code: number; stderr: string }) => err);
     expect(usage).toMatchObject({ code: 2 });
     expect((usage as { stderr: string }).stderr).toMatch(/usage:/);
+    const noneInFlight = await cli(
+      ['load', 'rows.parquet', '--database', 'db', '--table', 't', '--concurrency', '0'],
+      env(),
+    ).catch((err: { code: number; stderr: string }) => err);
+    expect(noneInFlight).toMatchObject({ code: 2 });
+    expect((noneInFlight as { stderr: string }).stderr).toMatch(/--concurrency must be a whole number/);
 
     const refused = await cli(['sql', '--database', 'nope', 'SELECT 1'], env()).catch(
       (err: { code: number; stderr: string }) => err,
