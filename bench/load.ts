@@ -35,7 +35,7 @@ import { DuckDBInstance, type DuckDBType } from '@duckdb/node-api';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { openFile } from '../src/cli/files.js';
+import { openFile, regrouper } from '../src/cli/files.js';
 import { chunkToBatch } from '../src/sql/results.js';
 import { arrowType } from '../src/sql/types.js';
 import { WORDS } from './corpus.js';
@@ -251,33 +251,20 @@ async function inProcess(file: string, batchRows: number): Promise<InProcessRun>
         result.columnNames().map((name, c) => new arrow.Field(name, arrowType(types[c] as DuckDBType), true)),
       );
       const table = await db.createEmptyTable('t', schema);
-      let pending: RecordBatch[] = [];
-      let rows = 0;
-      const add = async () => {
+      // Regrouped as `strata load` groups the file's rows.
+      const regroup = regrouper(batchRows, (batches: RecordBatch[], rows: number) => ({ batches, rows }));
+      const add = async (group: { batches: RecordBatch[]; rows: number }) => {
         const t0 = performance.now();
-        await table.add(new arrow.Table(pending));
+        await table.add(new arrow.Table(group.batches));
         addSeconds += (performance.now() - t0) / 1000;
-        added += rows;
-        pending = [];
-        rows = 0;
+        added += group.rows;
       };
       for (;;) {
         const chunk = await result.fetchChunk();
         if (chunk === null || chunk.rowCount === 0) break;
-        let rest = chunkToBatch(chunk, types, schema);
-        while (rows + rest.numRows >= batchRows) {
-          const take = batchRows - rows;
-          pending.push(rest.slice(0, take));
-          rows += take;
-          await add();
-          rest = rest.slice(take);
-        }
-        if (rest.numRows > 0) {
-          pending.push(rest);
-          rows += rest.numRows;
-        }
+        for (const group of regroup.add(chunkToBatch(chunk, types, schema))) await add(group);
       }
-      if (rows > 0) await add();
+      for (const group of regroup.rest()) await add(group);
       const counted = await table.countRows();
       table.close();
       if (counted !== ROWS || added !== ROWS) throw new Error(`in process: ${counted} rows counted, ${added} added`);

@@ -445,6 +445,19 @@ describe('index upkeep', () => {
 
 const metricsOf = async (server: TestServer) => (await fetch(`${server.url}/metrics`)).text();
 
+/** Runs one upkeep pass over acme's database `name` by hand; resolves with the server's metrics after it. */
+async function upkeepPass(server: TestServer, name: string): Promise<string> {
+  const account = await server.app.ctx.store.ensureAccount('acme');
+  const database = await server.app.ctx.store.findDatabase(account.id, name);
+  const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
+  try {
+    await lease?.worker.upkeep.run();
+  } finally {
+    lease?.release();
+  }
+  return metricsOf(server);
+}
+
 describe('upkeep metrics', () => {
   test('a failed pass is counted, and the rows it left unindexed are reported', async () => {
     const server = await startStrata({ STRATA_UPKEEP_INTERVAL_MS: '3600000' });
@@ -472,13 +485,7 @@ describe('upkeep metrics', () => {
       const data = join(server.dataDir, 'buckets', 'm', 'tables', `${record?.tableId}.lance`, 'data');
       for (const file of readdirSync(data)) rmSync(join(data, file));
 
-      const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
-      try {
-        await lease?.worker.upkeep.run();
-      } finally {
-        lease?.release();
-      }
-      const metrics = await metricsOf(server);
+      const metrics = await upkeepPass(server, 'm');
       expect(metrics).toMatch(/^strata_upkeep_failures_total 1$/m);
       expect(metrics).toMatch(/^strata_unindexed_rows 3$/m);
     } finally {
@@ -506,17 +513,7 @@ describe('a table being loaded', () => {
           indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
         });
       }
-      const account = await server.app.ctx.store.ensureAccount('acme');
-      const database = await server.app.ctx.store.findDatabase(account.id, 'bulk');
-      const pass = async () => {
-        const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
-        try {
-          await lease?.worker.upkeep.run();
-        } finally {
-          lease?.release();
-        }
-        return metricsOf(server);
-      };
+      const pass = () => upkeepPass(server, 'bulk');
       const annBuilds = (metrics: string) =>
         Number(/^strata_upkeep_duration_seconds_count\{work="ann_build"\} (\d+)$/m.exec(metrics)?.[1] ?? 0);
       const unindexed = (metrics: string) => Number(/^strata_unindexed_rows (\d+)$/m.exec(metrics)?.[1]);

@@ -239,7 +239,7 @@ export function castData(data: Data, target: Field, path: string = target.name):
 
 /**
  * Whether `values[0, end)` are all finite: NaN and ±Infinity times 0 are NaN, which a sum keeps. Four sums, no
- * branch and no call per item: ~4 ms per 10,000 × 384 floats, a third of a loop testing each one.
+ * branch and no call per item, as every float of every vector appended passes here.
  */
 function allFinite(values: Float32Array | Float64Array, end: number): boolean {
   let a = 0;

@@ -234,8 +234,7 @@ async function load(args: string[]): Promise<number> {
   });
   const groupRows = Number(parsed.values['batch-rows'] ?? 10_000);
   if (!Number.isInteger(groupRows) || groupRows < 1) throw new UsageError('--batch-rows must be a whole number');
-  // Three requests in flight: one committing while two are read and checked. `bench:load` measured 53.8k rows/s
-  // against 50.6k with two.
+  // Three requests in flight: one committing while two are read and checked (docs/performance.md, Loading files).
   const concurrency = Number(parsed.values.concurrency ?? 3);
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new UsageError('--concurrency must be a whole number');
   const create = parsed.values.create === true;

@@ -107,7 +107,7 @@ async function* duckdbGroups(
 ): AsyncGenerator<EncodedGroup> {
   const result = await connection.stream(query);
   const types = result.columnTypes();
-  const regroup = regrouper(groupRows);
+  const regroup = regrouper(groupRows, encoded);
   for (;;) {
     const chunk = await result.fetchChunk();
     if (chunk === null || chunk.rowCount === 0) break;
@@ -123,7 +123,7 @@ function openArrowFile(path: string): LoadFile {
     schema: table.schema,
     totalRows: table.numRows,
     async *groups(groupRows) {
-      const regroup = regrouper(groupRows);
+      const regroup = regrouper(groupRows, encoded);
       for (const batch of table.batches) yield* regroup.add(batch);
       yield* regroup.rest();
     },
@@ -131,24 +131,24 @@ function openArrowFile(path: string): LoadFile {
   };
 }
 
-/** Batches regrouped into groups of exactly `groupRows` rows (the last shorter), each encoded as an IPC stream. */
-function regrouper(groupRows: number) {
+/** Batches regrouped into groups of exactly `groupRows` rows (the last shorter), each made into a `T` by `make`. */
+export function regrouper<T>(groupRows: number, make: (batches: RecordBatch[], rows: number) => T) {
   let pending: RecordBatch[] = [];
   let rows = 0;
-  const encode = (): EncodedGroup => {
-    const group = { ipc: arrow.tableToIPC(new arrow.Table(pending), 'stream'), rows };
+  const group = (): T => {
+    const made = make(pending, rows);
     pending = [];
     rows = 0;
-    return group;
+    return made;
   };
   return {
-    *add(batch: RecordBatch): Generator<EncodedGroup> {
+    *add(batch: RecordBatch): Generator<T> {
       let rest = batch;
       while (rows + rest.numRows >= groupRows) {
         const take = groupRows - rows;
         pending.push(rest.slice(0, take));
         rows += take;
-        yield encode();
+        yield group();
         rest = rest.slice(take);
       }
       if (rest.numRows > 0) {
@@ -156,11 +156,17 @@ function regrouper(groupRows: number) {
         rows += rest.numRows;
       }
     },
-    *rest(): Generator<EncodedGroup> {
-      if (rows > 0) yield encode();
+    *rest(): Generator<T> {
+      if (rows > 0) yield group();
     },
   };
 }
+
+/** A group of rows as one IPC stream, as `strata load` sends it. */
+const encoded = (batches: RecordBatch[], rows: number): EncodedGroup => ({
+  ipc: arrow.tableToIPC(new arrow.Table(batches), 'stream'),
+  rows,
+});
 
 /**
  * The idempotency key prefix of a file's load into a table: the same file (by path, size and modification time),

@@ -106,16 +106,16 @@ export class SqliteControlStore implements ControlStore {
   }
 
   /**
-   * Runs `commit` without the fsync SQLite makes at each commit, which blocks the event loop (~7 ms per commit
-   * while Lance writes on the same disk). It lasts a process crash at once and a power cut once `durable()` has
+   * Runs `commit` without the fsync SQLite makes at each commit, which blocks the event loop while the disk works
+   * (docs/operations.md, Durability). It lasts a process crash at once and a power cut once `durable()` has
    * resolved; writes on every request's path commit so, and the rest keep SQLite's own fsync.
    */
   private relaxed<T>(commit: () => T): T {
-    this.db.pragma('synchronous = NORMAL');
+    this.statement('PRAGMA synchronous = NORMAL').run();
     try {
       return commit();
     } finally {
-      this.db.pragma('synchronous = FULL');
+      this.statement('PRAGMA synchronous = FULL').run();
       this.relaxedCommits++;
     }
   }

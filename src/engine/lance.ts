@@ -49,8 +49,8 @@ export function streamOf(query: Query, maxBatchLength: number): AsyncIterable<Re
 /**
  * Appends batches in one commit. This is what LanceDB's `add()` does with a Table, less a copy of the encoded rows
  * (a `Buffer.from` of its writer's output) and a read of the table's schema, which it needs only for embedding
- * functions (the service declares none): 0.6 s of the event loop per 1M rows × 384-d, and its garbage. The native
- * `add` takes the rows as an IPC file; LanceDB types the binding `inner` private.
+ * functions (the service declares none); appends are where a load spends the event loop. The native `add` takes
+ * the rows as an IPC file; LanceDB types the binding `inner` private.
  */
 export function appendBatches(table: LanceTable, batches: RecordBatch[]): Promise<AddResult> {
   const native = (table as unknown as { inner: { add(ipc: Buffer, mode: 'append'): Promise<AddResult> } }).inner;

@@ -53,9 +53,9 @@ function idempotencyKeyOf(req: FastifyRequest): string | undefined {
 
 /**
  * The request's parts as one SHA-256, each part length-prefixed so that no two different requests hash the same
- * stream. A body enters as its CRC-32 (zlib's, 0.34 ms for a 1.6 MB body here, against 1.1 ms for its SHA-256):
- * keys are per account and database, so a fingerprint only tells one client's own requests apart, and CRC-32
- * catches every change of up to 32 consecutive bits and misses a random one with odds of 2^-32.
+ * stream. A body enters as its CRC-32, a third of the cost of its SHA-256 on every keyed append: keys are per
+ * account and database, so a fingerprint only tells one client's own requests apart, and CRC-32 catches every
+ * change of up to 32 consecutive bits and misses a random one with odds of 2^-32.
  */
 export function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): string {
   const hash = createHash('sha256');

@@ -65,9 +65,8 @@ const ANN_REGROWTH = 4;
 /**
  * A table that grew since the previous pass by at least this many rows and by an eighth of what it held is being
  * loaded: its upkeep waits (at most `MAX_DEFERRED_PASSES` passes in a row), as an index built now would be folded
- * into or retrained within a few passes while taking the cores the load needs. Measured on `bench:load`'s 1M-row
- * load: an ANN build on the first rows took 14–19 s beside it, and was retrained once the table had grown 4×.
- * A table first seen this large waits one pass, which tells whether it is being loaded.
+ * into or retrained within a few passes while taking the cores the load needs (docs/performance.md, Loading
+ * files). A table first seen this large waits one pass, which tells whether it is being loaded.
  */
 const LOADING_MIN_ROWS = 10_000;
 const MAX_DEFERRED_PASSES = 6;
