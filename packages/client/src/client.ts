@@ -25,6 +25,10 @@ export interface StrataOptions {
   apiKey: string;
   retry?: Partial<RetryOptions>;
   fetch?: typeof fetch;
+  /** Each attempt's bound, from sending the request to the last byte of its answer: 5 minutes by default. */
+  timeoutMs?: number;
+  /** The longest answer the client reads: 512 MiB by default, the service's own largest reply. */
+  maxResponseBytes?: number;
 }
 
 export interface AppendOptions extends Partial<ChunkLimits> {
@@ -38,11 +42,15 @@ export interface AppendOptions extends Partial<ChunkLimits> {
   keyPrefix?: string;
   /** Told after each request, with the rows sent so far. */
   onProgress?: (sent: { rows: number; requests: number; bytes: number }) => void;
+  /** Aborting it stops the append: no further request starts, and those in flight end with its reason. */
+  signal?: AbortSignal;
 }
 
 /** Reads answer an Arrow table, or plain rows with `{ rows: true }`. */
 export interface ReadOptions {
   rows?: boolean;
+  /** Aborting it ends the read, and any wait before a retry, with its reason. */
+  signal?: AbortSignal;
 }
 
 const DEFAULT_LIMITS: ChunkLimits = { maxBytes: 16 * 1024 * 1024, maxRows: 50_000 };
@@ -62,8 +70,10 @@ export class Strata {
     this.http = new Http({
       url: options.url,
       apiKey: options.apiKey,
-      retry: { retries: 8, baseDelayMs: 200, maxDelayMs: 5000, ...options.retry },
+      retry: { retries: 8, baseDelayMs: 200, maxDelayMs: 5000, maxWaitMs: 60_000, ...options.retry },
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+      timeoutMs: options.timeoutMs ?? 5 * 60_000,
+      maxResponseBytes: options.maxResponseBytes ?? 512 * 1024 * 1024,
     });
     this.databases = new Databases(this.http);
   }
@@ -135,9 +145,10 @@ export class Database {
 }
 
 async function readRows(http: Http, req: Request, options: ReadOptions): Promise<Table | Record<string, unknown>[]> {
+  const { signal } = options;
   if (options.rows === true)
-    return jsonOf<{ data: Record<string, unknown>[] }>(await http.send({ ...req, accept: JSON_TYPE })).data;
-  return tableFromIPC((await http.send({ ...req, accept: ARROW_STREAM })).bytes);
+    return jsonOf<{ data: Record<string, unknown>[] }>(await http.send({ ...req, accept: JSON_TYPE, signal })).data;
+  return tableFromIPC((await http.send({ ...req, accept: ARROW_STREAM, signal })).bytes);
 }
 
 export class StrataTable {
@@ -169,6 +180,7 @@ export class StrataTable {
     let failed: unknown;
     let number = 0;
     for await (const chunk of chunksOf(source, limits)) {
+      options.signal?.throwIfAborted();
       if (failed !== undefined) break;
       const key = `${prefix}-${number++}`;
       const req: Request = {
@@ -179,6 +191,7 @@ export class StrataTable {
         // the preference sends them as an Arrow stream, the body echoed, rather than made into JSON).
         headers: { 'idempotency-key': key, prefer: 'return=minimal' },
         accept: ARROW_STREAM,
+        signal: options.signal,
         ...(chunk.kind === 'arrow' ? { arrow: chunk.bytes } : { json: { data: chunk.data } }),
       };
       const sending = this.http.send(req).then(
@@ -199,6 +212,7 @@ export class StrataTable {
       if (inFlight.size >= concurrency) await Promise.race(inFlight);
     }
     await Promise.all(inFlight);
+    options.signal?.throwIfAborted();
     if (failed !== undefined) throw failed;
     return report;
   }

@@ -1,16 +1,52 @@
-/** A refusal from the service, or a request that could not reach it after every retry. */
+/**
+ * Codes of the failures the client decides itself, beside the service's own codes (its docs/errors.md): no
+ * answer at all (`unreachable`), no whole answer within `timeoutMs` (`timeout`), or an answer longer than
+ * `maxResponseBytes` (`response_too_large`).
+ */
+export type ClientErrorCode = 'unreachable' | 'timeout' | 'response_too_large';
+
+/** A refusal from the service, or a request that got no whole answer from it. */
 export class StrataError extends Error {
   override readonly name = 'StrataError';
 
   constructor(
     message: string,
-    /** The HTTP status; 0 when the service could not be reached. */
+    /** The HTTP status; 0 when no whole answer came (see `code`). */
     readonly status: number,
-    /** The service's stable error code (docs/errors.md), when it answered. */
+    /** The service's stable error code (docs/errors.md) when it answered, else a `ClientErrorCode`. */
     readonly code: string | undefined,
     /** How long the service asked to wait before retrying, when it did. */
     readonly retryAfterMs: number | undefined,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
   }
 }
+
+/** The client's own failures, each worded once. */
+export const clientErrors = {
+  unreachable: (url: string, cause: unknown) =>
+    new StrataError(
+      `cannot reach ${url}: ${cause instanceof Error ? cause.message : String(cause)}`,
+      0,
+      'unreachable',
+      undefined,
+      { cause },
+    ),
+  timeout: (url: string, timeoutMs: number) =>
+    new StrataError(
+      `${url} gave no whole answer within ${timeoutMs} ms (timeoutMs); the request was abandoned`,
+      0,
+      'timeout',
+      undefined,
+    ),
+  responseTooLarge: (url: string, maxResponseBytes: number, declared?: number) =>
+    new StrataError(
+      declared === undefined
+        ? `the answer from ${url} passed maxResponseBytes (${maxResponseBytes} bytes); it was abandoned unread`
+        : `the answer from ${url} declares ${declared} bytes, more than maxResponseBytes (${maxResponseBytes}); it was not read`,
+      0,
+      'response_too_large',
+      undefined,
+    ),
+};

@@ -1,4 +1,4 @@
-import { StrataError } from './errors.js';
+import { clientErrors, StrataError } from './errors.js';
 
 export const ARROW_STREAM = 'application/vnd.apache.arrow.stream';
 export const JSON_TYPE = 'application/json';
@@ -9,6 +9,11 @@ export interface RetryOptions {
   /** The first backoff; each retry doubles it, with full jitter, up to `maxDelayMs`. */
   baseDelayMs: number;
   maxDelayMs: number;
+  /**
+   * The longest single wait between attempts, `Retry-After` included. A service that asks for a longer wait fails
+   * the request at once, with its own refusal, rather than hold the caller for longer than this.
+   */
+  maxWaitMs: number;
 }
 
 export interface HttpOptions {
@@ -17,6 +22,10 @@ export interface HttpOptions {
   retry: RetryOptions;
   /** A `fetch` to use instead of the global one. */
   fetch: typeof fetch;
+  /** Each attempt's bound, from sending the request to the last byte of its answer. */
+  timeoutMs: number;
+  /** The longest answer read; a longer one is abandoned as it passes this, and not retried. */
+  maxResponseBytes: number;
 }
 
 export interface Request {
@@ -27,6 +36,8 @@ export interface Request {
   arrow?: Uint8Array;
   accept?: string;
   headers?: Record<string, string>;
+  /** The caller's own signal: aborting it ends the request, and any wait before a retry, with its reason. */
+  signal?: AbortSignal | undefined;
 }
 
 export interface Response {
@@ -35,14 +46,55 @@ export interface Response {
   bytes: Uint8Array;
 }
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Timers hold a 32-bit signed delay: a longer one fires at once (Node) or never (some browsers). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** Seconds of a Retry-After header, as milliseconds. */
+/** The options checked once, so that no wait or limit can be negative, fractional where it matters, or overflow. */
+function checked(options: HttpOptions): HttpOptions {
+  const { retry, timeoutMs, maxResponseBytes } = options;
+  const bounded = (name: string, value: number, min: number, max: number) => {
+    if (!Number.isInteger(value) || value < min || value > max)
+      throw new RangeError(`${name} must be a whole number from ${min} to ${max}, got ${value}`);
+  };
+  bounded('retry.retries', retry.retries, 0, 1000);
+  bounded('retry.baseDelayMs', retry.baseDelayMs, 0, MAX_TIMER_MS);
+  bounded('retry.maxDelayMs', retry.maxDelayMs, 0, MAX_TIMER_MS);
+  bounded('retry.maxWaitMs', retry.maxWaitMs, 0, MAX_TIMER_MS);
+  bounded('timeoutMs', timeoutMs, 1, MAX_TIMER_MS);
+  bounded('maxResponseBytes', maxResponseBytes, 1, Number.MAX_SAFE_INTEGER);
+  return options;
+}
+
+/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * A Retry-After header as milliseconds from now: delay-seconds or an HTTP-date (RFC 9110). Anything else, or a
+ * negative or non-finite value, says nothing, and the client's own backoff applies.
+ */
 function retryAfterOf(headers: Headers): number | undefined {
-  const raw = headers.get('retry-after');
-  if (raw === null) return undefined;
+  const raw = headers.get('retry-after')?.trim();
+  if (raw === undefined || raw === '') return undefined;
   const seconds = Number(raw);
-  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+  if (!Number.isNaN(seconds)) return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
+  const at = Date.parse(raw);
+  return Number.isFinite(at) ? Math.max(0, at - Date.now()) : undefined;
 }
 
 /**
@@ -52,20 +104,76 @@ function retryAfterOf(headers: Headers): number | undefined {
  */
 const RETRY_CONFLICTS: ReadonlySet<string | undefined> = new Set(['idempotency_in_flight', 'write_conflict']);
 
-/** Whether an answer may be asked again: the service is busy or unavailable, never another refusal. */
-const retryable = (status: number, code?: string) =>
-  status === 429 || status === 503 || (status === 409 && RETRY_CONFLICTS.has(code));
+/**
+ * Whether a failure may be asked again: the service is busy or unavailable, or could not be reached. Never a
+ * timeout (the same request would most likely take as long again) nor an answer over the size limit.
+ */
+const retryable = ({ status, code }: StrataError) =>
+  (status === 0 && code === 'unreachable') ||
+  status === 429 ||
+  status === 503 ||
+  (status === 409 && RETRY_CONFLICTS.has(code));
+
+/** A refusal whose Retry-After asks for more than `maxWaitMs`: given up at once, in the service's own words. */
+const waitRefused = (failure: StrataError, maxWaitMs: number) =>
+  new StrataError(
+    `${failure.message} (the service asks to wait ${(failure.retryAfterMs ?? 0) / 1000} s before another attempt, more than retry.maxWaitMs: ${maxWaitMs} ms)`,
+    failure.status,
+    failure.code,
+    failure.retryAfterMs,
+    { cause: failure },
+  );
+
+/**
+ * The answer's bytes, read no further than `max`: a hostile or broken service cannot make the client hold more
+ * than that, however long its answer (a Content-Length above it is refused before anything is read).
+ */
+async function bodyOf(res: globalThis.Response, max: number, url: string): Promise<Uint8Array> {
+  const declared = Number(res.headers.get('content-length') ?? Number.NaN);
+  if (declared > max) {
+    void res.body?.cancel().catch(() => undefined);
+    throw clientErrors.responseTooLarge(url, max, declared);
+  }
+  if (res.body === null) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > max) {
+      // Not awaited: cancelling closes the connection, and a stalled peer must not hold the error back.
+      void reader.cancel().catch(() => undefined);
+      throw clientErrors.responseTooLarge(url, max);
+    }
+    chunks.push(value);
+  }
+  if (chunks.length === 1) return chunks[0] as Uint8Array;
+  const bytes = new Uint8Array(length);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
+}
 
 /**
  * The client's one way to the service: the key on every request, retries with backoff and jitter on network
- * errors, 429 and 503 (waiting at least what Retry-After asks), and a `StrataError` for any other refusal.
- * Writes carry an idempotency key, so that a retry never applies one twice.
+ * errors, 429 and 503 (waiting at least what Retry-After asks, never longer than `retry.maxWaitMs`), each attempt
+ * bounded in time and in the size of its answer, and a `StrataError` for any other refusal. Writes carry an
+ * idempotency key, so that a retry never applies one twice.
  */
 export class Http {
-  constructor(private readonly options: HttpOptions) {}
+  private readonly options: HttpOptions;
+
+  constructor(options: HttpOptions) {
+    this.options = checked(options);
+  }
 
   async send(req: Request): Promise<Response> {
-    const { retries, baseDelayMs, maxDelayMs } = this.options.retry;
+    const { retries, baseDelayMs, maxDelayMs, maxWaitMs } = this.options.retry;
     for (let attempt = 0; ; attempt++) {
       let failure: StrataError;
       try {
@@ -73,21 +181,20 @@ export class Http {
         if (res.status < 400) return res;
         failure = errorOf(res);
       } catch (err) {
-        failure = new StrataError(
-          `cannot reach ${this.options.url}: ${(err as Error).message}`,
-          0,
-          undefined,
-          undefined,
-        );
+        // Anything but a StrataError is the caller's abort, ended with the reason it gave.
+        if (!(err instanceof StrataError)) throw err;
+        failure = err;
       }
-      const again = failure.status === 0 || retryable(failure.status, failure.code);
-      if (!again || attempt >= retries) throw failure;
+      if (!retryable(failure) || attempt >= retries) throw failure;
+      const asked = failure.retryAfterMs ?? 0;
+      if (asked > maxWaitMs) throw waitRefused(failure, maxWaitMs);
       const backoff = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
-      await sleep(Math.max(failure.retryAfterMs ?? 0, backoff));
+      await sleep(Math.min(maxWaitMs, Math.max(asked, backoff)), req.signal);
     }
   }
 
   private async once(req: Request): Promise<Response> {
+    req.signal?.throwIfAborted();
     const url = new URL(req.path, this.options.url);
     for (const [name, value] of Object.entries(req.query ?? {}))
       if (value !== undefined) url.searchParams.set(name, value);
@@ -102,8 +209,26 @@ export class Http {
       headers['content-type'] = JSON_TYPE;
       body = JSON.stringify(req.json);
     }
-    const res = await this.options.fetch(url, { method: req.method, headers, body });
-    return { status: res.status, headers: res.headers, bytes: new Uint8Array(await res.arrayBuffer()) };
+    const { timeoutMs, maxResponseBytes } = this.options;
+    const where = `${req.method} ${url.pathname}`;
+    // One signal ends the attempt, body included, on the timeout or on the caller's abort (fetch errors the body
+    // stream when its signal aborts after the headers came).
+    const attempt = new AbortController();
+    const timer = setTimeout(() => attempt.abort(), timeoutMs);
+    const forward = () => attempt.abort(req.signal?.reason);
+    req.signal?.addEventListener('abort', forward, { once: true });
+    try {
+      const res = await this.options.fetch(url, { method: req.method, headers, body, signal: attempt.signal });
+      return { status: res.status, headers: res.headers, bytes: await bodyOf(res, maxResponseBytes, where) };
+    } catch (err) {
+      if (req.signal?.aborted) throw req.signal.reason;
+      if (err instanceof StrataError) throw err;
+      if (attempt.signal.aborted) throw clientErrors.timeout(where, timeoutMs);
+      throw clientErrors.unreachable(this.options.url, err);
+    } finally {
+      clearTimeout(timer);
+      req.signal?.removeEventListener('abort', forward);
+    }
   }
 }
 
