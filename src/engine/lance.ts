@@ -21,6 +21,15 @@ export { connect, Index, MatchQuery, Operator } from '@lancedb/lancedb';
 export const READ_OPTIONS: Partial<QueryExecutionOptions> = { maxBatchLength: 16_384 };
 
 /**
+ * How long a read that a user's predicate or filter drives may run: as long as a SQL statement may by default. A
+ * predicate is bounded in what it can build (predicate/parser.ts); this bounds what it can cost to evaluate.
+ */
+export const PREDICATE_TIMEOUT_MS = 30_000;
+
+/** The options of a read that a user's predicate or filter drives. */
+export const PREDICATE_READ: Partial<QueryExecutionOptions> = { ...READ_OPTIONS, timeoutMs: PREDICATE_TIMEOUT_MS };
+
+/**
  * Rows per batch of a SQL load's scan, which reads vectors wholesale. At Lance's default of 1,024, a load crosses
  * into JS a thousand times per million rows, and each batch costs JS time and garbage. A whole load of 1.01M rows ×
  * 384-d took 5.3–5.5 s at 4,096, against 6.3–7.4 s at 1,024, 5.8–6.1 s at 2,048 and 6.0–6.6 s at 8,192.
@@ -31,8 +40,11 @@ export const LOAD_BATCH_ROWS = 4096;
 export const ALL_ROWS = 1_000_000_000;
 
 /** A query's whole result, read with the service's options. */
-export function readAll(query: { toArrow(options?: Partial<QueryExecutionOptions>): Promise<Table> }): Promise<Table> {
-  return query.toArrow(READ_OPTIONS);
+export function readAll(
+  query: { toArrow(options?: Partial<QueryExecutionOptions>): Promise<Table> },
+  options = READ_OPTIONS,
+): Promise<Table> {
+  return query.toArrow(options);
 }
 
 /**
@@ -64,14 +76,18 @@ export function appendBatches(table: LanceTable, batches: RecordBatch[]): Promis
  */
 export function lanceMessage(err: unknown): string {
   const raw = err instanceof Error ? err.message : String(err);
-  return raw
-    .replace(/^Failed to execute query stream: /, '')
-    .replace(/^GenericFailure, /, '')
-    .replace(/^Invalid input, /, '')
-    .replace(/^lance error: /i, '')
-    .replaceAll(`, \`${ROW_KEY}\``, '')
-    .replaceAll(`\`${ROW_KEY}\`, `, '')
-    .split('\n')[0] as string;
+  return (
+    raw
+      .replace(/^Failed to execute query stream: /, '')
+      .replace(/^GenericFailure, /, '')
+      .replace(/^Invalid input, /, '')
+      .replace(/^lance error: /i, '')
+      .replaceAll(`, \`${ROW_KEY}\``, '')
+      .replaceAll(`\`${ROW_KEY}\`, `, '')
+      // Lance lists its own columns beside the user's: a user may name only the latter (predicate/parser.ts).
+      .replace(/ Valid fields are [^\n]*?\.(?= |$)/, '')
+      .split('\n')[0] as string
+  );
 }
 
 /** Whether Lance refused because the dataset is not there (dropped, or never written). */

@@ -1,7 +1,7 @@
 import type { Table } from 'apache-arrow';
 import { LANCE_METRIC } from '../indexes.js';
-import { MatchQuery, type Operator, readAll } from '../lance.js';
-import { readingPredicate } from '../predicate.js';
+import { MatchQuery, type Operator, PREDICATE_READ, READ_OPTIONS, readAll } from '../lance.js';
+import { readingPredicate } from '../predicate/predicate.js';
 import type { Metric } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
@@ -86,7 +86,7 @@ export async function readTextLeg(legs: LegReads, query: string, field: string, 
       .limit(limit);
     if (both) q = q.withRowId();
     if (filter !== undefined) q = q.where(filter);
-    return readingFilter(() => readAll(q));
+    return readingFilter(() => readAll(q, filter === undefined ? READ_OPTIONS : PREDICATE_READ));
   };
   const scores = (t: Table) => numbersOf(t, '_score');
   return readLeg(read, scores, 'higher', ranked, firstTextRead(ranked, both));
@@ -109,7 +109,7 @@ export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan): Prom
       q = q.refineFactor(refineFactorFor(limit));
     }
     if (filter !== undefined) q = q.where(filter);
-    return readingFilter(() => readAll(q));
+    return readingFilter(() => readAll(q, filter === undefined ? READ_OPTIONS : PREDICATE_READ));
   };
   // The partitions probed can hold too few rows that pass a narrow filter (or were not deleted) to fill the
   // page: then more are searched, only as many as it takes. Not from the start: that mode measured 16.7 ms

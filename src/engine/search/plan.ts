@@ -1,7 +1,7 @@
 import type { Field } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
 import type { Operator } from '../lance.js';
-import { checkPredicate } from '../predicate.js';
+import { checkPredicate } from '../predicate/predicate.js';
 import { type Metric, vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
@@ -42,7 +42,7 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
   if (window < offset + req.k) throw new BadRequest(`window ${window} must be at least offset + k = ${offset + req.k}`);
   if (window > MAX_WINDOW) throw new BadRequest(`window ${window} is over the limit of ${MAX_WINDOW}`);
   const operator = operatorOf(req.operator);
-  const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, 'filter');
+  const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, table.schema, 'filter');
 
   let textQuery: string | undefined;
   let textField: string | undefined;

@@ -1,8 +1,8 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
-import { appendBatches, committing, readAll } from '../lance.js';
-import { checkPredicate, readingPredicate } from '../predicate.js';
+import { appendBatches, committing, PREDICATE_READ, readAll } from '../lance.js';
+import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
 import { ROW_KEY, storedSchema } from '../tables/schema.js';
@@ -90,7 +90,7 @@ export async function append(
 
 /** The row keys `predicate` matches, in row order. */
 async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  return rowKeysOf(await readAll(table.lance.query().where(predicate).select([ROW_KEY]))).sort();
+  return rowKeysOf(await readAll(table.lance.query().where(predicate).select([ROW_KEY]), PREDICATE_READ)).sort();
 }
 
 /**
@@ -107,7 +107,7 @@ export async function replace(
 ): Promise<WriteResult & RowCounts> {
   const { batches: rows, stream } = parsed;
   const sent = rowCount(rows);
-  const checked = checkPredicate(predicate);
+  const checked = checkPredicate(predicate, table.schema);
   return durably(table, async () => {
     const keys = await readingPredicate(() => matchedKeys(table, checked));
     if (keys.length !== sent) {
@@ -158,19 +158,14 @@ export async function remove(
   predicate: string | undefined,
   beforeCommit?: BeforeCommit,
 ): Promise<RowCounts & { version: number }> {
-  const checked = checkPredicate(predicate);
+  const checked = checkPredicate(predicate, table.schema);
   return durably(table, async () => {
-    // With an intent to record, the rows' keys are read (for a retry to check); otherwise only counted.
-    let matched: number;
-    if (beforeCommit === undefined) {
-      matched = await readingPredicate(() => table.lance.countRows(checked));
-    } else {
-      const keys = await readingPredicate(() => matchedKeys(table, checked));
-      matched = keys.length;
-      if (matched > 0) {
-        await beforeCommit({ kind: 'delete', tableId: table.record.tableId, keys: Array.from(keys, String) });
-        await catalog.durable();
-      }
+    // The rows' keys are read, not only counted: a retry checks them, and a read can be given a time limit.
+    const keys = await readingPredicate(() => matchedKeys(table, checked));
+    const matched = keys.length;
+    if (matched > 0 && beforeCommit !== undefined) {
+      await beforeCommit({ kind: 'delete', tableId: table.record.tableId, keys: Array.from(keys, String) });
+      await catalog.durable();
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
     const deleted = await recording(table, 'rewrite', () => table.lance.delete(checked));

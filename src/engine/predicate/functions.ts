@@ -1,0 +1,107 @@
+/**
+ * The functions a predicate may call: Lance hands a call to DataFusion, whose catalogue also holds functions that
+ * build values of any size from a small input (`lpad(x, 2000000000)` took a server to 4 GB), aggregates and
+ * generators. Every function here returns a value no larger than its arguments, or a number, boolean or date.
+ */
+export const PREDICATE_FUNCTIONS: ReadonlySet<string> = new Set([
+  // text
+  'lower',
+  'upper',
+  'length',
+  'char_length',
+  'character_length',
+  'octet_length',
+  'bit_length',
+  'btrim',
+  'ltrim',
+  'rtrim',
+  'starts_with',
+  'ends_with',
+  'strpos',
+  'instr',
+  'left',
+  'right',
+  'reverse',
+  'initcap',
+  'ascii',
+  'split_part',
+  'contains',
+  'regexp_like',
+  'regexp_match',
+  'regexp_count',
+  'concat',
+  'concat_ws',
+  'md5',
+  'sha256',
+  'to_hex',
+  // numbers
+  'abs',
+  'round',
+  'trunc',
+  'sqrt',
+  'cbrt',
+  'exp',
+  'ln',
+  'log',
+  'log2',
+  'log10',
+  'power',
+  'pow',
+  'signum',
+  'isnan',
+  'iszero',
+  'greatest',
+  'least',
+  // nulls
+  'coalesce',
+  'nullif',
+  'nvl',
+  'nvl2',
+  'is_valid',
+  // lists
+  'array_has',
+  'array_has_any',
+  'array_has_all',
+  'array_length',
+  'array_position',
+  'array_element',
+  'array_empty',
+  'cardinality',
+  // dates and times
+  'date_part',
+  'date_trunc',
+  'date_bin',
+  'to_date',
+  'to_timestamp',
+  'to_timestamp_seconds',
+  'to_timestamp_millis',
+  'to_timestamp_micros',
+  'to_timestamp_nanos',
+  'to_unixtime',
+  'from_unixtime',
+  'make_date',
+  'now',
+  'current_date',
+]);
+
+/** Functions refused with their reason: each can build a value far larger than the predicate that asks for it. */
+export const UNBOUNDED_FUNCTIONS: ReadonlySet<string> = new Set([
+  'lpad',
+  'rpad',
+  'repeat',
+  'replace',
+  'regexp_replace',
+  'translate',
+  'overlay',
+  'array_repeat',
+  'array_resize',
+  'range',
+  'generate_series',
+  'string_agg',
+  'array_agg',
+  // not for size but for time: quadratic in its arguments' lengths, and Lance cannot stop it midway
+  'levenshtein',
+]);
+
+/** Functions whose result is as long as all their arguments together; each argument past the first counts. */
+export const JOINING_FUNCTIONS: ReadonlySet<string> = new Set(['concat', 'concat_ws']);
