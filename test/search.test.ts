@@ -342,7 +342,27 @@ describe('hybrid_search refusals', () => {
     [
       'an all-zero vector under cosine',
       { vector_field: 'emb', vector_query: [0, 0, -0], k: 3 },
-      /vector_query is all zeros: its cosine distance to any row of "emb" is undefined/,
+      /vector_query has no direction as 32-bit floats \(all zeros, or too small\): its cosine distance to any row of "emb" is undefined/,
+    ],
+    [
+      'a vector that is zero once it is f32, under cosine',
+      { vector_field: 'emb', vector_query: [1e-45, 0, 0], k: 3 },
+      /vector_query has no direction as 32-bit floats/,
+    ],
+    [
+      'a vector whose squared length is zero in f32, under cosine',
+      { vector_field: 'emb', vector_query: [1e-30, 1e-30, 0], k: 3 },
+      /vector_query has no direction as 32-bit floats/,
+    ],
+    [
+      'a number past the range of f32',
+      { vector_field: 'emb', vector_query: [1, 1e39, 0], k: 3 },
+      /vector_query\[1\] = 1e\+39 is outside the range of a 32-bit float/,
+    ],
+    [
+      'a vector whose squared length overflows f32',
+      { vector_field: 'emb', vector_query: [1e20, 1e20, 0], k: 3 },
+      /vector_query is too long: its squared length overflows a 32-bit float/,
     ],
     [
       'an unknown projection column',

@@ -31,6 +31,30 @@ export interface HybridPlan {
 }
 
 /**
+ * The query vector as Lance computes with it, in 32-bit floats, checked there: a number past f32's range is
+ * infinite and makes every distance infinite or undefined, and under cosine a vector whose squared length is zero
+ * in f32 (all zeros, or as small as 1e-45) has no direction, so Lance would answer -Infinity or drop every row.
+ */
+function asF32(query: readonly number[], column: string, metric: Metric): number[] {
+  const f32 = Float32Array.from(query);
+  const overflow = f32.findIndex((x) => !Number.isFinite(x));
+  if (overflow >= 0) {
+    throw new BadRequest(`vector_query[${overflow}] = ${query[overflow]} is outside the range of a 32-bit float`);
+  }
+  let squared = 0;
+  for (const x of f32) squared = Math.fround(squared + Math.fround(x * x));
+  if (!Number.isFinite(squared)) {
+    throw new BadRequest('vector_query is too long: its squared length overflows a 32-bit float; scale it down');
+  }
+  if (metric === 'cosine' && squared === 0) {
+    throw new BadRequest(
+      `vector_query has no direction as 32-bit floats (all zeros, or too small): its cosine distance to any row of "${column}" is undefined`,
+    );
+  }
+  return Array.from(f32);
+}
+
+/**
  * Plans a hybrid search (docs/api.md): the projection, the page and window, which legs run and on what. Every
  * refusal a request earns from the table's declarations is decided here, before Lance is asked anything. Pure:
  * it reads only the table's schema and index declarations.
@@ -62,11 +86,7 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
     if (req.vector_query.length !== dim) {
       throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);
     }
-    // 1 − cos(a, 0) has no value: Lance would drop every row, answering an empty page as if nothing matched.
-    if (declared.metric === 'cosine' && req.vector_query.every((x) => x === 0)) {
-      throw new BadRequest(`vector_query is all zeros: its cosine distance to any row of "${name}" is undefined`);
-    }
-    vector = { field: name, query: req.vector_query, metric: declared.metric };
+    vector = { field: name, query: asF32(req.vector_query, name, declared.metric), metric: declared.metric };
   }
   if (textQuery === undefined && vector === undefined) {
     throw new BadRequest('nothing to search: send a text_query with at least one token, or a vector_query');
