@@ -4,3 +4,13 @@ export { Database, Databases, Strata, StrataTable } from './client.js';
 export { type ClientErrorCode, StrataError } from './errors.js';
 export type { RetryOptions } from './http.js';
 export type * from './types.js';
+export {
+  ANALYZERS,
+  DATABASE_STATES,
+  METRIC_ALIASES,
+  METRICS,
+  SCALAR_TYPE_ALIASES,
+  SCALAR_TYPES,
+  TEXT_OPERATORS,
+  VERIFY_STEPS,
+} from './types.js';

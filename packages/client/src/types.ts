@@ -1,6 +1,57 @@
-// The request and reply types of the HTTP API (the server's OpenAPI document at /v1/openapi.json).
+// The request and reply types of the HTTP API (the server's OpenAPI document at /v1/openapi.json). Each set of
+// words the service takes is a constant as well as a type, so that callers can list or check them, and so that
+// test/client-types.test.ts can hold every one against the service's own validation.
 
-export type DatabaseState = 'unverified' | 'verify_failed' | 'activating' | 'active';
+export const DATABASE_STATES = ['unverified', 'verify_failed', 'activating', 'active'] as const;
+export type DatabaseState = (typeof DATABASE_STATES)[number];
+
+/** The metrics of a vector index, as the service answers them (docs/api.md). */
+export const METRICS = ['cosine', 'l2sq', 'negdot'] as const;
+export type Metric = (typeof METRICS)[number];
+/** Other spellings the service takes for a metric in a declaration, and the metric each means. */
+export const METRIC_ALIASES = { l2: 'l2sq', dot: 'negdot' } as const satisfies Readonly<Record<string, Metric>>;
+/** A metric as a declaration may spell it. */
+export type MetricInput = Metric | keyof typeof METRIC_ALIASES;
+
+/** How a full-text index splits and folds text (docs/api.md); `ascii_lower` by default. */
+export const ANALYZERS = ['ascii_lower', 'standard'] as const;
+export type Analyzer = (typeof ANALYZERS)[number];
+
+/** The types of a column that are one value, as the service answers them. */
+export const SCALAR_TYPES = [
+  'bool',
+  'i8',
+  'i16',
+  'i32',
+  'i64',
+  'u8',
+  'u16',
+  'u32',
+  'u64',
+  'f16',
+  'f32',
+  'f64',
+  'utf8',
+  'large_utf8',
+  'binary',
+  'large_binary',
+  'date32',
+  'timestamp_ms',
+  'timestamp_us',
+] as const;
+export type ScalarType = (typeof SCALAR_TYPES)[number];
+/** Other spellings the service takes for a scalar type in a schema, and the type each means. */
+export const SCALAR_TYPE_ALIASES = { string: 'utf8' } as const satisfies Readonly<Record<string, ScalarType>>;
+export type ScalarTypeInput = ScalarType | keyof typeof SCALAR_TYPE_ALIASES;
+/** A column's type in the JSON schema form: a scalar, `vector` (with `dim`) or `list` (with `item`). */
+export type ColumnType = ScalarType | 'vector' | 'list';
+
+export const VERIFY_STEPS = ['credentials', 'put', 'get', 'list', 'conditional_put', 'delete'] as const;
+export type VerifyStep = (typeof VERIFY_STEPS)[number];
+
+/** How the tokens of a full-text query combine; the service takes either word in any case. */
+export const TEXT_OPERATORS = ['or', 'and', 'OR', 'AND'] as const;
+export type TextOperator = (typeof TEXT_OPERATORS)[number];
 
 export type StorageBinding =
   | { provider: 'local'; bucket: string; prefix?: string }
@@ -27,7 +78,7 @@ export interface DatabaseSummary {
 }
 
 export interface VerifyCheck {
-  step: 'credentials' | 'put' | 'get' | 'list' | 'conditional_put' | 'delete';
+  step: VerifyStep;
   ok: boolean;
   ms: number;
   note?: string;
@@ -53,11 +104,11 @@ export interface FieldSpec {
   nullable?: boolean | null;
 }
 
-export type FtsIndexSpec = string | { column: string; analyzer?: string | null };
+export type FtsIndexSpec = string | { column: string; analyzer?: Analyzer | null };
 
 export interface VectorIndexSpec {
   column: string;
-  metric: 'cosine' | 'l2' | 'dot' | string;
+  metric: MetricInput | string;
   dim?: number | null;
 }
 
@@ -68,18 +119,22 @@ export interface IndexSpec {
 
 export interface ColumnDescriptor {
   name: string;
+  /**
+   * A `ColumnType`, or, for a column of a table created from an Arrow schema with a type the JSON form has no
+   * spelling for (a struct, say), Arrow's own name of that type: so any string.
+   */
   type: string;
   nullable: boolean;
   dim?: number;
-  item?: string;
+  item?: ScalarType;
 }
 
 export interface TableDescription {
   table_name: string;
   schema: ColumnDescriptor[];
   indexes: {
-    fts: { column: string; analyzer: string }[];
-    vector: { column: string; metric: string; dim: number }[];
+    fts: { column: string; analyzer: Analyzer }[];
+    vector: { column: string; metric: Metric; dim: number }[];
   };
 }
 
@@ -99,8 +154,6 @@ export interface RowCounts {
   n_tombstoned: number;
   n_not_found: number;
 }
-
-export type TextOperator = 'or' | 'and' | 'OR' | 'AND';
 
 export interface SearchRequest {
   text?: string;
