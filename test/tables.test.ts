@@ -32,10 +32,19 @@ describe('create_table', () => {
 
     expect(res.status).toBe(200);
     expect(res.json.table_name).toBe('everything');
+    const indexed: Record<string, unknown> = {
+      c_utf8: [{ kind: 'fts', analyzer: 'ascii_lower' }],
+      c_large_utf8: [{ kind: 'fts', analyzer: 'standard' }],
+    };
     expect(res.json.schema).toEqual([
-      ...spellings.map((type) => ({ name: `c_${type}`, type, nullable: true })),
+      ...spellings.map((type) => ({
+        name: `c_${type}`,
+        type,
+        nullable: true,
+        ...(indexed[`c_${type}`] === undefined ? {} : { indexes: indexed[`c_${type}`] }),
+      })),
       { name: 'alias', type: 'utf8', nullable: false },
-      { name: 'emb', type: 'vector', nullable: true, dim: 8 },
+      { name: 'emb', type: 'vector', nullable: true, dim: 8, indexes: [{ kind: 'vector', metric: 'negdot' }] },
       { name: 'tags', type: 'list', nullable: true, item: 'utf8' },
     ]);
     expect(res.json.indexes).toEqual({
@@ -65,15 +74,24 @@ describe('create_table', () => {
       { name: 'id', type: 'i64', nullable: false },
       { name: 'address', type: 'Struct<{city:Utf8, zip:Int32}>', nullable: true },
       { name: 'scores', type: 'list', item: 'f64', nullable: true },
-      { name: 'v64', type: 'FixedSizeList[4]<Float64>', nullable: true },
+      {
+        name: 'v64',
+        type: 'FixedSizeList[4]<Float64>',
+        nullable: true,
+        indexes: [{ kind: 'vector', metric: 'cosine' }],
+      },
       { name: 'v32', type: 'vector', dim: 2, nullable: true },
     ]);
     expect(res.json.indexes).toEqual({ fts: [], vector: [{ column: 'v64', metric: 'cosine', dim: 4 }] });
 
     const ipc = await db.schema('nested', 'ipc');
+    expect(ipc.json.indexes).toEqual(res.json.indexes);
     const again = await db.create({ table_name: 'nested_copy', schema_ipc: ipc.json.schema_ipc });
     expect(again.status).toBe(200);
-    expect(again.json.schema).toEqual(res.json.schema);
+    // The copy has the columns and none of the indexes.
+    expect(again.json.schema).toEqual(
+      (res.json.schema as Record<string, unknown>[]).map(({ indexes: _, ...column }) => column),
+    );
   });
 
   test.each([

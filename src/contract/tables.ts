@@ -41,12 +41,19 @@ export const CreateTableBody = Type.Object(
   { additionalProperties: false },
 );
 
+/** A declared index on one column, beside it in `/v1/schema`. */
+export const ColumnIndex = Type.Union([
+  Type.Object({ kind: Type.Literal('fts'), analyzer: Type.String() }),
+  Type.Object({ kind: Type.Literal('vector'), metric: Type.String() }),
+]);
+
 export const ColumnDescriptor = Type.Object({
   name: Type.String(),
   type: Type.String(),
   nullable: Type.Boolean(),
   dim: Type.Optional(Type.Integer()),
   item: Type.Optional(Type.String()),
+  indexes: Type.Optional(Type.Array(ColumnIndex)),
 });
 
 export const CanonicalIndexes = Type.Object({
@@ -76,7 +83,10 @@ export const SchemaBody = Type.Object(
   { additionalProperties: false },
 );
 
-export const SchemaReply = Type.Union([Type.Array(ColumnDescriptor), Type.Object({ schema_ipc: Type.String() })]);
+export const SchemaReply = Type.Union([
+  Type.Array(ColumnDescriptor),
+  Type.Object({ schema_ipc: Type.String(), indexes: CanonicalIndexes }),
+]);
 
 export const ListTablesReply = Type.Object({
   tables: Type.Array(Type.Object({ table_name: Type.String(), num_rows: Type.Integer() })),

@@ -10,6 +10,9 @@ import { BadRequest } from '../../errors.js';
 /** One column of a JSON `schema` (docs/api.md). */
 export type SchemaFieldInput = Static<typeof SchemaField>;
 
+/** An index on one column, as `/v1/schema` shows it beside the column. */
+export type ColumnIndex = { kind: 'fts'; analyzer: Analyzer } | { kind: 'vector'; metric: Metric };
+
 /** The JSON form of a column in responses. */
 export interface ColumnDescriptor {
   name: string;
@@ -17,6 +20,8 @@ export interface ColumnDescriptor {
   nullable: boolean;
   dim?: number;
   item?: string;
+  /** The column's declared indexes; present only where it has some. */
+  indexes?: ColumnIndex[];
 }
 
 export type Analyzer = 'ascii_lower' | 'standard';
@@ -138,6 +143,21 @@ function describeField(field: Field): ColumnDescriptor {
 
 export function describeSchema(schema: Schema): ColumnDescriptor[] {
   return userFields(schema).map(describeField);
+}
+
+/** The columns with each one's declared indexes beside it (docs/api.md, `/v1/schema`). */
+export function describeIndexedSchema(schema: Schema, indexes: TableIndexes): ColumnDescriptor[] {
+  return describeSchema(schema).map((column) => {
+    const declared: ColumnIndex[] = [
+      ...indexes.fts
+        .filter((i) => i.column === column.name)
+        .map((i) => ({ kind: 'fts' as const, analyzer: i.analyzer })),
+      ...indexes.vector
+        .filter((i) => i.column === column.name)
+        .map((i) => ({ kind: 'vector' as const, metric: i.metric })),
+    ];
+    return declared.length === 0 ? column : { ...column, indexes: declared };
+  });
 }
 
 /** The columns a user sees: everything but the service's own. */

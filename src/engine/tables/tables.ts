@@ -15,7 +15,7 @@ import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
 import {
   type ColumnDescriptor,
-  describeSchema,
+  describeIndexedSchema,
   ROW_KEY,
   resolveIndexes,
   schemaFromFields,
@@ -170,7 +170,7 @@ export class Tables {
         await this.forget(record, true).catch(() => undefined);
         throw err;
       }
-      return { table_name: record.name, schema: describeSchema(schema), indexes };
+      return { table_name: record.name, schema: describeIndexedSchema(schema, indexes), indexes };
     });
   }
 
@@ -201,11 +201,12 @@ export class Tables {
     }
   }
 
+  /** What `/v1/schema` answers: the columns with their indexes beside them, and the Arrow schema. */
   async describe(name: string): Promise<TableDescription & { arrowSchema: Schema }> {
     const handle = await this.get(name);
     return {
       table_name: name,
-      schema: describeSchema(handle.schema),
+      schema: describeIndexedSchema(handle.schema, handle.indexes),
       indexes: handle.indexes,
       arrowSchema: handle.schema,
     };

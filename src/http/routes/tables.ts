@@ -55,7 +55,8 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
     {
       schema: {
         tags,
-        summary: "A table's schema as column descriptors or a schema-only Arrow IPC stream",
+        summary:
+          "A table's schema as column descriptors (each with its declared indexes) or a schema-only Arrow IPC stream with the index declarations",
         params: DatabasePathParams,
         body: SchemaBody,
         response: { 200: SchemaReply, ...errors },
@@ -65,7 +66,9 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const table = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
         worker.tables.describe(req.body.table_name),
       );
-      return req.body.encoding === 'ipc' ? { schema_ipc: schemaToIpc(table.arrowSchema) } : table.schema;
+      return req.body.encoding === 'ipc'
+        ? { schema_ipc: schemaToIpc(table.arrowSchema), indexes: table.indexes }
+        : table.schema;
     },
   );
 
