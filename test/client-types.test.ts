@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   ANALYZERS,
+  type ColumnIndex,
   DATABASE_STATES,
   METRIC_ALIASES,
   METRICS,
@@ -15,6 +16,7 @@ import {
 import { describe, expect, test } from 'vitest';
 import { PATTERN_RULES, TextOperator } from '../src/contract/common.js';
 import { DatabaseState, Storage } from '../src/contract/databases.js';
+import { ColumnIndex as ContractColumnIndex } from '../src/contract/tables.js';
 import { describeSchema, resolveIndexes, schemaFromFields } from '../src/engine/tables/schema.js';
 import { BadRequest } from '../src/errors.js';
 import { LocalObjects } from '../src/storage/local.js';
@@ -71,6 +73,13 @@ describe('the client spells what the contract spells', () => {
     const words = [...(PATTERN_RULES[pattern] ?? '').matchAll(/"(\w+)"/g)].map((m) => m[1] as string);
     expect(words.length).toBeGreaterThan(0);
     expect(sorted(new Set(TEXT_OPERATORS.map((o) => o.toLowerCase())))).toEqual(sorted(words));
+  });
+
+  test('the kinds of index a column descriptor shows', () => {
+    // As for providers: the kinds are spelled only in the client's type of a column's index.
+    const kinds = { fts: true, vector: true } satisfies Record<ColumnIndex['kind'], true>;
+    const contract = (json(ContractColumnIndex).anyOf ?? []).map((member) => String(member.properties?.kind?.const));
+    expect(sorted(Object.keys(kinds))).toEqual(sorted(contract));
   });
 
   test('storage providers', () => {

@@ -23,16 +23,18 @@ export class StrataError extends Error {
   }
 }
 
+/** Why a request failed, with the system's reason beneath fetch's own ("fetch failed (connect ECONNREFUSED …)"). */
+const reasonOf = (err: unknown): string =>
+  err instanceof Error
+    ? err.cause instanceof Error
+      ? `${err.message} (${err.cause.message})`
+      : err.message
+    : String(err);
+
 /** The client's own failures, each worded once. */
 export const clientErrors = {
   unreachable: (url: string, cause: unknown) =>
-    new StrataError(
-      `cannot reach ${url}: ${cause instanceof Error ? cause.message : String(cause)}`,
-      0,
-      'unreachable',
-      undefined,
-      { cause },
-    ),
+    new StrataError(`cannot reach ${url}: ${reasonOf(cause)}`, 0, 'unreachable', undefined, { cause }),
   timeout: (url: string, timeoutMs: number) =>
     new StrataError(
       `${url} gave no whole answer within ${timeoutMs} ms (timeoutMs); the request was abandoned`,

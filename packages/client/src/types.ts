@@ -117,6 +117,9 @@ export interface IndexSpec {
   vector?: VectorIndexSpec[] | null;
 }
 
+/** A declared index on one column, as the service shows it beside the column. */
+export type ColumnIndex = { kind: 'fts'; analyzer: Analyzer } | { kind: 'vector'; metric: Metric };
+
 export interface ColumnDescriptor {
   name: string;
   /**
@@ -127,6 +130,8 @@ export interface ColumnDescriptor {
   nullable: boolean;
   dim?: number;
   item?: ScalarType;
+  /** The column's declared indexes; present only where it has some. */
+  indexes?: ColumnIndex[];
 }
 
 export interface TableDescription {
