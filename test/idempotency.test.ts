@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, test } from 'vitest';
+import { fingerprintFor } from '../src/control/idempotency.js';
 import { fingerprintOf } from '../src/http/idempotency.js';
 import { activeLocalDatabase, serveFile } from './support/server.js';
 import { type Row, tablesOf } from './support/tables.js';
@@ -136,7 +137,10 @@ describe('Idempotency-Key', () => {
     // Another node holds the key for this very request now, as it would while its write runs.
     const begun = await store.beginIdempotent(
       { accountId: account.id, databaseId: database?.id ?? '', key },
-      fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
+      fingerprintFor(
+        (await store.findTable(database?.id ?? '', 'items'))?.tableId ?? '',
+        fingerprintOf(['append', 'items', undefined, 'json', Buffer.from(JSON.stringify(body))]),
+      ),
       'another-node',
       60_000,
       60_000,
@@ -198,6 +202,61 @@ describe('Idempotency-Key', () => {
     expect(theirs.headers.get('idempotent-replayed')).toBeNull();
     expect(theirs.json).toEqual({ data: [{ id: 70, v: 'bob' }] });
     expect(await rows('id = 70')).toEqual([{ id: 70, v: 'mine' }]);
+  });
+
+  test('a key belongs to the table it wrote: after a drop and re-create, the same request writes the new table', async () => {
+    const d = tablesOf(api, 'idem');
+    const schema = [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'v', type: 'utf8' },
+    ];
+    expect((await d.create({ table_name: 'reborn', schema })).status).toBe(200);
+    const key = newKey();
+    const body = { data: [{ id: 7, v: 'seven' }] };
+    const first = await send('append/{db}?table=reborn', key, body);
+    expect(first.status).toBe(200);
+
+    expect((await d.drop('reborn')).status).toBe(200);
+    expect((await d.create({ table_name: 'reborn', schema })).status).toBe(200);
+    const again = await send('append/{db}?table=reborn', key, body);
+
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBeNull();
+    expect(Number(again.headers.get('x-strata-table-version'))).toBeGreaterThan(0);
+    const stored = await api.request<{ data: Row[] }>(
+      'POST',
+      '/v1/query_sql/idem',
+      { query: 'SELECT id::INTEGER AS id, v FROM reborn' },
+      { accept: 'application/json' },
+    );
+    expect(stored.json.data).toEqual([{ id: 7, v: 'seven' }]);
+    // Sent once more, it is the new table's write that is replayed.
+    const replay = await send('append/{db}?table=reborn', key, body);
+    expect(replay.headers.get('idempotent-replayed')).toBe('true');
+    expect(replay.headers.get('x-strata-table-version')).toBe(again.headers.get('x-strata-table-version'));
+  });
+
+  test('the same key for another table is still another request (422)', async () => {
+    const d = tablesOf(api, 'idem');
+    expect(
+      (
+        await d.create({
+          table_name: 'beside',
+          schema: [
+            { name: 'id', type: 'i64', nullable: false },
+            { name: 'v', type: 'utf8' },
+          ],
+        })
+      ).status,
+    ).toBe(200);
+    const key = newKey();
+    const body = { data: [{ id: 8, v: 'eight' }] };
+    expect((await send('append/{db}?table=items', key, body)).status).toBe(200);
+
+    const other = await send('append/{db}?table=beside', key, body);
+
+    expect(other.status).toBe(422);
+    expect(other.json.code).toBe('idempotency_key_reused');
   });
 
   test('a write refused before it committed frees its key for a corrected retry', async () => {

@@ -30,6 +30,19 @@ export type IdempotencyBegin =
   /** The first request's node stopped before it finished: find out whether its write landed. */
   | { kind: 'resumed'; intent: string | null };
 
+/**
+ * A fingerprint names the table instance a write went to beside the request itself: `<table id>/<request hash>`.
+ * A table dropped and created again under its name has a new id, so the same request to it is a new write.
+ */
+export const fingerprintFor = (tableId: string, request: string): string => `${tableId}/${request}`;
+
+/** Whether two fingerprints are the same request to two instances of a table (dropped and made again between). */
+function sameRequestOtherTable(recorded: string, fingerprint: string): boolean {
+  const at = recorded.indexOf('/');
+  const other = fingerprint.indexOf('/');
+  return at >= 0 && other >= 0 && recorded.slice(at) === fingerprint.slice(other) && recorded !== fingerprint;
+}
+
 /** The decision for a request with `fingerprint` given the key's live record (both stores share it). */
 export function decide(
   record: IdempotencyRecord,
@@ -37,6 +50,8 @@ export function decide(
   nowMs: number,
 ): 'restart' | 'resume' | Exclude<IdempotencyBegin, { kind: 'resumed' | 'started' }> {
   if (record.expiresMs < nowMs) return 'restart';
+  // The key's write went to a table that is gone: nothing it wrote is in this one, so this request is new.
+  if (sameRequestOtherTable(record.fingerprint, fingerprint)) return 'restart';
   if (record.fingerprint !== fingerprint) return { kind: 'mismatch' };
   if (record.state === 'done') return { kind: 'done', response: record.response ?? '{}' };
   return record.runningUntilMs < nowMs ? 'resume' : { kind: 'running' };

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
-import type { IdempotencyScope } from '../control/idempotency.js';
+import { fingerprintFor, type IdempotencyScope } from '../control/idempotency.js';
 import type { WriteHooks, WriteIntent } from '../engine/writes/intent.js';
 import type { RowCounts } from '../engine/writes/writes.js';
 import { BadRequest, Conflict, Unprocessable } from '../errors.js';
@@ -22,7 +22,10 @@ export interface StoredAnswer {
 
 /** One idempotent write: how to run it, and how to tell and answer a run that landed but was never answered. */
 export interface IdempotentWrite<R> {
-  /** The request's parts that must match for a key to be reused: route, table, predicate, body. */
+  /**
+   * The request's parts that must match for a key to be reused: route, table, predicate, body. The table's
+   * instance (its id) is added once the write knows it.
+   */
   fingerprint: readonly (string | Uint8Array | undefined)[];
   /** Runs the write, telling `hooks` when its body is read and what it is about to commit. */
   run(hooks: WriteHooks | undefined): Promise<R>;
@@ -133,12 +136,12 @@ export async function idempotently<R>(
   // Held this long unrenewed: a node that died holding the key blocks a retry no longer than this.
   const holdMs = config.idempotencyHoldMs;
   const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
-  const fingerprint = fingerprintOf(write.fingerprint);
+  const request = fingerprintOf(write.fingerprint);
   let stage = 'unclaimed' as 'unclaimed' | 'claimed' | 'intended';
   let renew: NodeJS.Timeout | undefined;
   const hooks: WriteHooks = {
-    async beforeWrite() {
-      const earlier = await claim(ctx, scope, fingerprint, write);
+    async beforeWrite(tableId) {
+      const earlier = await claim(ctx, scope, fingerprintFor(tableId, request), write);
       if (earlier !== undefined) throw new AnsweredBefore(earlier);
       stage = 'claimed';
       renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);

@@ -106,7 +106,7 @@ export class DatabaseWorker {
   append(table: string, body: RowsBody, hooks?: WriteHooks): Promise<WriteResult> {
     return this.onTable(table, async (handle) => {
       const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite();
+      await hooks?.beforeWrite(handle.record.tableId);
       return append(this.catalog, handle, rows, hooks?.beforeCommit);
     });
   }
@@ -119,7 +119,7 @@ export class DatabaseWorker {
   ): Promise<WriteResult & RowCounts> {
     return this.onTable(table, async (handle) => {
       const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite();
+      await hooks?.beforeWrite(handle.record.tableId);
       return replace(this.catalog, handle, predicate, rows, hooks?.beforeCommit);
     });
   }
@@ -163,7 +163,7 @@ export class DatabaseWorker {
 
   remove(table: string, predicate: string | undefined, hooks?: WriteHooks): Promise<RowCounts & { version: number }> {
     return this.onTable(table, async (handle) => {
-      await hooks?.beforeWrite();
+      await hooks?.beforeWrite(handle.record.tableId);
       return remove(this.catalog, handle, predicate, hooks?.beforeCommit);
     });
   }
