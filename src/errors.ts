@@ -41,6 +41,7 @@ export const ERROR_CODES = {
   internal: 'A fault of the service itself; the message carries only the request id.',
   unavailable: 'The service cannot answer now; retry after Retry-After.',
   database_activating: 'The database’s workers are being placed; retry after Retry-After.',
+  database_deleting: 'The database is being deleted; once it is, it is unknown_database.',
   no_capacity: 'No worker capacity is free on this node; retry after Retry-After.',
   storage_unavailable: 'The bucket could not be reached; retry after Retry-After.',
   control_store_unavailable: 'The control store (PostgreSQL) is not answering; retry after Retry-After.',

@@ -16,7 +16,12 @@ const datasetPrefix = (tableId: string): string => `${TABLES_PREFIX}/${tableId}.
 export interface WorkerPlacement {
   activate(db: DatabaseRecord): void;
   release(id: string): Promise<void>;
+  /** Takes the database out of service before it is deleted; `end` says whether it was. */
+  retire(id: string, drainMs: number): Promise<(deleted: boolean) => void>;
 }
+
+/** How long calls on a database being deleted get to finish before its worker closes under them. */
+const DRAIN_MS = 10_000;
 
 export type DatabaseSummary = Static<typeof DatabaseSummaryBody>;
 
@@ -122,13 +127,21 @@ export class Databases {
 
   async delete(accountId: string, name: string, purge: boolean): Promise<{ name: string; purged: boolean }> {
     const db = await this.get(accountId, name);
-    await this.workers.release(db.id);
-    if (purge) {
-      // Only the datasets this database created: never a listing of the prefix, which may hold anything.
-      const objects = await this.objects(db);
-      for (const tableId of await this.store.writtenTables(db.id)) await objects.deletePrefix(datasetPrefix(tableId));
+    const end = await this.workers.retire(db.id, DRAIN_MS);
+    let deleted = false;
+    try {
+      if (purge) {
+        // Only the datasets this database created: never a listing of the prefix, which may hold anything.
+        const objects = await this.objects(db);
+        for (const tableId of await this.store.writtenTables(db.id)) {
+          await objects.deletePrefix(datasetPrefix(tableId));
+        }
+      }
+      await this.store.deleteDatabase(db.id);
+      deleted = true;
+    } finally {
+      end(deleted);
     }
-    await this.store.deleteDatabase(db.id);
     return { name: db.name, purged: purge };
   }
 

@@ -1,10 +1,16 @@
-import { admit } from '../engine/workers/gate.js';
+import { admit, deleting } from '../engine/workers/gate.js';
 import type { DatabaseWorker } from '../engine/workers/worker.js';
+import { ApiError, NotFound } from '../errors.js';
 import type { AppContext } from './context.js';
+
+/** Codes of errors that a database deleted under a call can cause, besides faults of the engines. */
+const GONE_CODES = new Set(['unknown_table', 'sql_engine_closing']);
 
 /**
  * Runs `work` with the account's database's worker held (404 for a database the account does not have; the
- * gate decides 409 and 503), releasing it however `work` ends.
+ * gate decides 409 and 503), releasing it however `work` ends. A call that raced the database's deletion is
+ * answered as the deletion: 503 `database_deleting` while it runs here, 404 once it is gone, never the error of
+ * an engine whose tables went away underneath.
  */
 export async function withWorker<T>(
   ctx: AppContext,
@@ -12,9 +18,22 @@ export async function withWorker<T>(
   database: string,
   work: (worker: DatabaseWorker) => Promise<T>,
 ): Promise<T> {
-  const lease = await admit(ctx.workers, await ctx.databases.get(accountId, database));
+  const db = await ctx.databases.get(accountId, database);
+  const lease = await admit(ctx.workers, db);
   try {
     return await work(lease.worker);
+  } catch (err) {
+    if (err instanceof ApiError && !GONE_CODES.has(err.code)) throw err;
+    if (ctx.workers.isRetiring(db.id)) throw deleting(db.name);
+    let now: { id: string };
+    try {
+      now = await ctx.databases.get(accountId, database);
+    } catch (lookup) {
+      throw lookup instanceof NotFound ? lookup : err;
+    }
+    // Deleted and made again under its name: the call's database is gone all the same.
+    if (now.id !== db.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+    throw err;
   } finally {
     lease.release();
   }

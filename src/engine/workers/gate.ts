@@ -10,12 +10,17 @@ export interface GatedDatabase extends DatabaseRef {
   lastError: string | null;
 }
 
+/** The answer to a call on a database while it is being deleted. */
+export const deleting = (name: string): Unavailable =>
+  new Unavailable(`database "${name}" is being deleted`, 1, 'database_deleting');
+
 /**
  * The one gate of every data-plane call: a database in a state that serves (409 naming the fix otherwise), with
  * a worker placed and held for the call (503 + Retry-After while activating or when no capacity is free). The
  * caller releases the lease when its response is done.
  */
 export async function admit(workers: WorkerPool, db: GatedDatabase): Promise<Lease> {
+  if (workers.isRetiring(db.id)) throw deleting(db.name);
   switch (db.state) {
     case 'unverified':
       throw new Conflict(

@@ -34,6 +34,8 @@ export class WorkerPool {
   /** The account of each database whose worker is being placed. */
   private readonly placingAccounts = new Map<string, string>();
   private sweeper: NodeJS.Timeout | undefined;
+  /** Databases being deleted (or just deleted) here, by id: no lease is given on them. */
+  private readonly retiring = new Set<string>();
   /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
   readonly upkeepProcess = new UpkeepProcess();
   /** Where large JSON is parsed and made: one thread for the node, started on first use. */
@@ -103,6 +105,30 @@ export class WorkerPool {
   /** The databases with a worker placed here. */
   placedIds(): string[] {
     return [...this.workers.keys()];
+  }
+
+  /** Whether the database is being deleted here, so that no call may hold its worker. */
+  isRetiring(id: string): boolean {
+    return this.retiring.has(id);
+  }
+
+  /**
+   * Takes a database out of service before it is deleted: no new lease is given (the gate answers 503
+   * `database_deleting`), calls that hold its worker get up to `drainMs` to finish, then the worker closes. The
+   * returned `end` says how the deletion went: a database deleted stays refused a minute more (a call that read
+   * it just before must not place a worker for it again), one that was not is served again at once.
+   */
+  async retire(id: string, drainMs: number): Promise<(deleted: boolean) => void> {
+    this.retiring.add(id);
+    const worker = this.workers.get(id);
+    for (const until = Date.now() + drainMs; worker?.busy === true && Date.now() < until; ) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    await this.release(id);
+    return (deleted) => {
+      if (!deleted) this.retiring.delete(id);
+      else setTimeout(() => this.retiring.delete(id), 60_000).unref();
+    };
   }
 
   /** Stops a database's worker (database deleted, or its binding no longer verifies). */
