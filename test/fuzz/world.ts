@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Schema } from 'apache-arrow';
 import { schemaOnlyStream } from '../../src/arrow/ipc.js';
 import { schemaFromFields } from '../../src/engine/tables/schema.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from '../support/server.js';
+import { activeLocalDatabase, type Client, startStrata, type TestServer } from '../support/strata.js';
 import { tablesOf } from '../support/tables.js';
 import { ALL_TYPES, FULL_ROW, NESTED_SCHEMA, NULL_ROW } from '../support/types.js';
 
