@@ -13,9 +13,19 @@ async function freePort(): Promise<number> {
 
 let server: TestPostgres | undefined;
 
-/** One PostgreSQL server for the whole test run; each test file makes its own database on it. */
+/**
+ * One PostgreSQL server for the whole test run; each test file makes its own database on it. A failure is written
+ * to stderr here: vitest may end the run with exit 1 and nothing else when a global set-up rejects.
+ */
 export async function setup(project: TestProject): Promise<void> {
-  server = await startPostgres(await freePort());
+  try {
+    server = await startPostgres(await freePort());
+  } catch (err) {
+    process.stderr.write(
+      `\nThe test run's PostgreSQL did not start: ${err instanceof Error ? err.message : String(err)}\n\n`,
+    );
+    throw err;
+  }
   project.provide('pgServerUrl', server.serverUrl);
 }
 
