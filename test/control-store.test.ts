@@ -9,6 +9,8 @@ import type { ControlEvent } from '../src/control/events.js';
 import { openControlStore } from '../src/control/open.js';
 import { SqliteControlStore } from '../src/control/sqlite.js';
 import type { ControlStore, DatabaseRecord } from '../src/control/store.js';
+import { IDEMPOTENCY_SWEEP_BATCH } from '../src/control/sweeps.js';
+import type { TableRecord } from '../src/engine/tables/catalog.js';
 import { ApiError } from '../src/errors.js';
 import { freshControlUrl } from './support/postgres.js';
 
@@ -19,6 +21,8 @@ interface Flavour {
   fresh(): Promise<string>;
   /** Marks the store's schema as newer than this build knows. */
   fromTheFuture(url: string): Promise<void>;
+  /** Runs one statement on the store's database directly (what no store method shows); returns its rows. */
+  sql(url: string, statement: string): Promise<Record<string, unknown>[]>;
 }
 
 const dirs: string[] = [];
@@ -41,6 +45,17 @@ const flavours: Flavour[] = [
       db.prepare('INSERT INTO schema_migrations (version, applied_ms) VALUES (99, 0)').run();
       db.close();
     },
+    async sql(url, statement) {
+      const db = new Database(url.slice('sqlite:'.length));
+      try {
+        const prepared = db.prepare(statement);
+        if (prepared.reader) return prepared.all() as Record<string, unknown>[];
+        prepared.run();
+        return [];
+      } finally {
+        db.close();
+      }
+    },
   },
   {
     name: 'postgres',
@@ -50,6 +65,15 @@ const flavours: Flavour[] = [
       await client.connect();
       await client.query('INSERT INTO schema_migrations (version, applied_ms) VALUES (99, 0)');
       await client.end();
+    },
+    async sql(url, statement) {
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        return (await client.query<Record<string, unknown>>(statement)).rows;
+      } finally {
+        await client.end();
+      }
     },
   },
 ];
@@ -71,6 +95,18 @@ const database = (accountId: string, name: string, bucket = name): DatabaseRecor
 });
 
 const codeOf = (err: unknown) => (err instanceof ApiError ? err.code : String(err));
+
+const readyTable = (databaseId: string, tableId: string): TableRecord => ({
+  databaseId,
+  name: tableId,
+  tableId,
+  schemaIpc: '',
+  indexes: '{}',
+  createdMs: 0,
+  state: 'ready',
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe.each(flavours)('the $name control store', (flavour) => {
   test('migrations run once even when several nodes start at once, and a newer schema is refused', async () => {
@@ -165,15 +201,101 @@ describe.each(flavours)('the $name control store', (flavour) => {
   test('upkeep leases: one holder, renewed by it, taken over once lapsed, handed back on release', async () => {
     const url = await flavour.fresh();
     const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'leases');
+    await a.insertDatabase(db, 10);
+    await a.insertTable(readyTable(db.id, 't1'));
+    const held = (tookOver: boolean) => ({ held: true, tookOver, dropped: false });
+    const notHeld = { held: false, tookOver: false, dropped: false };
 
-    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
-    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual({ held: false, tookOver: false });
-    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual({ held: true, tookOver: true });
-    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: false, tookOver: false });
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual(held(false));
+    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual(notHeld);
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual(held(false));
+    await sleep(400);
+    expect(await b.acquireLease('t1', 'node-b', 300)).toEqual(held(true));
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual(notHeld);
     await b.releaseLease('t1', 'node-b');
-    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual({ held: true, tookOver: false });
+    expect(await a.acquireLease('t1', 'node-a', 300)).toEqual(held(false));
+  });
+
+  test("a dropped table's upkeep lease ends with the drop, and no node takes it again", async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'drops');
+    await a.insertDatabase(db, 10);
+    for (const id of ['t_dropped', 't_other']) await a.insertTable(readyTable(db.id, id));
+    const leases = async () => (await flavour.sql(url, 'SELECT table_id FROM upkeep_leases')).map((r) => r.table_id);
+    const dropped = { held: false, tookOver: false, dropped: true };
+    expect(await a.acquireLease('t_dropped', 'node-a', 60_000)).toMatchObject({ held: true });
+    expect(await a.acquireLease('t_other', 'node-a', 60_000)).toMatchObject({ held: true });
+
+    await b.deleteTable('t_dropped');
+
+    expect(await leases()).toEqual(['t_other']);
+    expect(await a.acquireLease('t_dropped', 'node-a', 60_000)).toEqual(dropped);
+    expect(await b.acquireLease('t_dropped', 'node-b', 60_000)).toEqual(dropped);
+    expect(await leases()).toEqual(['t_other']);
+    // A database deleted takes its tables' leases with it.
+    await b.deleteDatabase(db.id);
+    expect(await leases()).toEqual([]);
+    expect(await a.acquireLease('t_other', 'node-a', 60_000)).toEqual(dropped);
+  });
+
+  test('expired idempotency keys are swept by the next claim, a bounded batch at a time, never one a request holds', async () => {
+    const url = await flavour.fresh();
+    const store = await open(url);
+    const scope = (key: string) => ({ accountId: 'acct', databaseId: 'db', key });
+    const keys = async () =>
+      (await flavour.sql(url, "SELECT key FROM idempotency WHERE key NOT LIKE 'old-%'"))
+        .map((r) => String(r.key))
+        .sort();
+    const old = async () =>
+      Number((await flavour.sql(url, "SELECT count(*) AS n FROM idempotency WHERE key LIKE 'old-%'"))[0]?.n);
+
+    // Answered.
+    await store.beginIdempotent(scope('answered'), 'f', 'node-a', 60_000, 100);
+    await store.finishIdempotent(scope('answered'), 'node-a', '{}');
+    // Failed after recording its intent, which let its hold go: once expired, a retry starts afresh (`decide`).
+    await store.beginIdempotent(scope('failed'), 'f', 'node-a', 60_000, 100);
+    expect(await store.recordIntent(scope('failed'), 'node-a', '{}')).toBe(true);
+    await store.renewIdempotent(scope('failed'), 'node-a', -1);
+    // Claimed by a node that died before it wrote: its hold lapsed.
+    await store.beginIdempotent(scope('abandoned'), 'f', 'node-a', 50, 100);
+    // Still running past its expiry: its node renews its hold.
+    await store.beginIdempotent(scope('running'), 'f', 'node-a', 60_000, 100);
+    // Kept for a day.
+    await store.beginIdempotent(scope('kept'), 'f', 'node-a', 60_000, 86_400_000);
+    await store.finishIdempotent(scope('kept'), 'node-a', '{}');
+    await sleep(300);
+
+    expect((await store.beginIdempotent(scope('next'), 'f', 'node-b', 60_000, 86_400_000)).kind).toBe('started');
+
+    expect(await keys()).toEqual(['kept', 'next', 'running']);
+    // The request still running records its intent and its answer as if nothing happened.
+    expect(await store.recordIntent(scope('running'), 'node-a', '{}')).toBe(true);
+    await store.finishIdempotent(scope('running'), 'node-a', '{"done":true}');
+    expect(await store.beginIdempotent(scope('kept'), 'f', 'node-b', 60_000, 86_400_000)).toEqual({
+      kind: 'done',
+      response: '{}',
+    });
+
+    // A backlog (a store that never swept, as PostgreSQL's before) goes a batch per claim.
+    const backlog = 2 * IDEMPOTENCY_SWEEP_BATCH + 50;
+    const rows = Array.from(
+      { length: backlog },
+      (_, i) => `('acct', 'db', 'old-${i}', 'f', 'done', 'node-a', 0, NULL, '{}', ${1 + i})`,
+    );
+    await flavour.sql(
+      url,
+      `INSERT INTO idempotency (account_id, database_id, key, fingerprint, state, holder, running_until_ms, intent,
+         response, expires_ms) VALUES ${rows.join(', ')}`,
+    );
+    for (const left of [backlog - IDEMPOTENCY_SWEEP_BATCH, backlog - 2 * IDEMPOTENCY_SWEEP_BATCH, 0]) {
+      await store.beginIdempotent(scope(`claim-${left}`), 'f', 'node-b', 60_000, 86_400_000);
+      expect(await old()).toBe(left);
+    }
+    expect(await keys()).toEqual(['claim-0', 'claim-150', 'claim-50', 'kept', 'next']);
   });
 
   test('deleting a database tells every store listening', async () => {

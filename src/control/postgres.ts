@@ -18,6 +18,7 @@ import {
   tableFromRow,
 } from './records.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
+import { DROP_ORPHANED_LEASES, sweepExpiredIdempotency } from './sweeps.js';
 
 /** Numbered migrations; each runs once, in order, in a transaction, under the migration lock. Never edit one that shipped. */
 const MIGRATIONS: readonly string[] = [
@@ -67,6 +68,7 @@ const MIGRATIONS: readonly string[] = [
      holder TEXT NOT NULL,
      expires_ms BIGINT NOT NULL
    );`,
+  DROP_ORPHANED_LEASES,
 ];
 
 /** Keys of PostgreSQL advisory locks the service takes: migrations, and the registration of a database. */
@@ -434,6 +436,13 @@ export class PostgresControlStore implements ControlStore {
 
   async deleteDatabase(id: string): Promise<void> {
     await this.transaction(async (client) => {
+      // Locked first, so that a lease taken meanwhile (`acquireLease` holds its table's row) has committed, and
+      // is seen, by the statement that ends the tables' leases.
+      await client.query('SELECT 1 FROM tables WHERE database_id = $1 FOR UPDATE', [id]);
+      await client.query(
+        'DELETE FROM upkeep_leases WHERE table_id IN (SELECT table_id FROM tables WHERE database_id = $1)',
+        [id],
+      );
       await client.query('DELETE FROM written_tables WHERE database_id = $1', [id]);
       await client.query('DELETE FROM databases WHERE id = $1', [id]);
       await this.notify({ kind: 'database_gone', databaseId: id }, client);
@@ -487,7 +496,12 @@ export class PostgresControlStore implements ControlStore {
   }
 
   async deleteTable(tableId: string): Promise<void> {
-    await this.query('DELETE FROM tables WHERE table_id = $1', [tableId]);
+    // Two statements: the second's snapshot sees a lease that an `acquireLease` holding the table's row (which
+    // the first waited for) committed meanwhile.
+    await this.transaction(async (client) => {
+      await client.query('DELETE FROM tables WHERE table_id = $1', [tableId]);
+      await client.query('DELETE FROM upkeep_leases WHERE table_id = $1', [tableId]);
+    });
   }
 
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
@@ -504,15 +518,22 @@ export class PostgresControlStore implements ControlStore {
   async durable(): Promise<void> {}
 
   async acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult> {
-    const [row] = await this.query<{ held: boolean; took_over: boolean }>(
-      `WITH prior AS (SELECT holder FROM upkeep_leases WHERE table_id = $1)
-       INSERT INTO upkeep_leases (table_id, holder, expires_ms) VALUES ($1, $2, ${NOW_MS} + $3)
-       ON CONFLICT (table_id) DO UPDATE SET holder = $2, expires_ms = ${NOW_MS} + $3
-         WHERE upkeep_leases.holder = $2 OR upkeep_leases.expires_ms < ${NOW_MS}
-       RETURNING true AS held, coalesce((SELECT holder FROM prior) <> $2, false) AS took_over`,
+    // The table's catalog row is held (KEY SHARE, which no write of the table waits for) while the lease is
+    // taken: a drop waits for this statement, and then ends the lease it took (`deleteTable`).
+    const [row] = await this.query<{ held: boolean; took_over: boolean; dropped: boolean }>(
+      `WITH live AS (SELECT table_id FROM tables WHERE table_id = $1 FOR KEY SHARE),
+            prior AS (SELECT holder FROM upkeep_leases WHERE table_id = $1),
+            taken AS (
+              INSERT INTO upkeep_leases (table_id, holder, expires_ms) SELECT table_id, $2, ${NOW_MS} + $3 FROM live
+              ON CONFLICT (table_id) DO UPDATE SET holder = $2, expires_ms = ${NOW_MS} + $3
+                WHERE upkeep_leases.holder = $2 OR upkeep_leases.expires_ms < ${NOW_MS}
+              RETURNING table_id)
+       SELECT EXISTS (SELECT 1 FROM taken) AS held,
+              EXISTS (SELECT 1 FROM taken) AND coalesce((SELECT holder FROM prior) <> $2, false) AS took_over,
+              NOT EXISTS (SELECT 1 FROM live) AS dropped`,
       [tableId, holder, forMs],
     );
-    return row === undefined ? { held: false, tookOver: false } : { held: row.held, tookOver: row.took_over };
+    return { held: row?.held ?? false, tookOver: row?.took_over ?? false, dropped: row?.dropped ?? false };
   }
 
   async releaseLease(tableId: string, holder: string): Promise<void> {
@@ -527,27 +548,37 @@ export class PostgresControlStore implements ControlStore {
     keepForMs: number,
   ): Promise<IdempotencyBegin> {
     const where = [scope.accountId, scope.databaseId, scope.key];
+    // Its own statement, before the claim's transaction: the records it deletes are not held while the claim runs.
+    await this.query(sweepExpiredIdempotency(NOW_MS, 'FOR UPDATE SKIP LOCKED'));
     return this.transaction(async (client) => {
       const clock = await client.query<{ now: string }>(`SELECT ${NOW_MS} AS now`);
       const now = Number(clock.rows[0]?.now ?? Date.now());
-      const inserted = await client.query(
-        `INSERT INTO idempotency
-           (account_id, database_id, key, fingerprint, state, holder, running_until_ms, intent, response, expires_ms)
-           VALUES ($1, $2, $3, $4, 'running', $5, $6, NULL, NULL, $7)
-           ON CONFLICT (account_id, database_id, key) DO NOTHING`,
-        [...where, fingerprint, holder, now + runForMs, now + keepForMs],
-      );
-      if (inserted.rowCount === 1) return { kind: 'started' };
-      const found = await client.query<{
+      type Row = {
         fingerprint: string;
         state: 'running' | 'done';
         running_until_ms: string;
         expires_ms: string;
         intent: string | null;
         response: string | null;
-      }>('SELECT * FROM idempotency WHERE account_id = $1 AND database_id = $2 AND key = $3 FOR UPDATE', where);
-      const row = found.rows[0];
-      // Deleted between the two statements (expired and purged): the client's retry starts it afresh.
+      };
+      let row: Row | undefined;
+      // A second try when the record was swept (expired) by another node between the two statements: the key is
+      // free again, and the insert (a new snapshot) now takes it.
+      for (let attempt = 0; attempt < 2 && row === undefined; attempt++) {
+        const inserted = await client.query(
+          `INSERT INTO idempotency
+             (account_id, database_id, key, fingerprint, state, holder, running_until_ms, intent, response, expires_ms)
+             VALUES ($1, $2, $3, $4, 'running', $5, $6, NULL, NULL, $7)
+             ON CONFLICT (account_id, database_id, key) DO NOTHING`,
+          [...where, fingerprint, holder, now + runForMs, now + keepForMs],
+        );
+        if (inserted.rowCount === 1) return { kind: 'started' };
+        const found = await client.query<Row>(
+          'SELECT * FROM idempotency WHERE account_id = $1 AND database_id = $2 AND key = $3 FOR UPDATE',
+          where,
+        );
+        row = found.rows[0];
+      }
       if (row === undefined) throw unavailable();
       const decision = decide(
         {

@@ -19,6 +19,7 @@ import {
 } from './idempotency.js';
 import { databaseFromRow, type KeyRow, keyFromRow, tableExists, tableFromRow } from './records.js';
 import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
+import { DROP_ORPHANED_LEASES, sweepExpiredIdempotency } from './sweeps.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
 const MIGRATIONS: readonly string[] = [
@@ -70,6 +71,7 @@ const MIGRATIONS: readonly string[] = [
      holder TEXT NOT NULL,
      expires_ms INTEGER NOT NULL
    );`,
+  DROP_ORPHANED_LEASES,
 ];
 
 const newExternalId = (): string => `ext_${randomBytes(16).toString('hex')}`;
@@ -305,6 +307,9 @@ export class SqliteControlStore implements ControlStore {
 
   async deleteDatabase(id: string): Promise<void> {
     this.db.transaction(() => {
+      this.statement(
+        'DELETE FROM upkeep_leases WHERE table_id IN (SELECT table_id FROM tables WHERE database_id = ?)',
+      ).run(id);
       this.statement('DELETE FROM written_tables WHERE database_id = ?').run(id);
       this.statement('DELETE FROM databases WHERE id = ?').run(id);
     })();
@@ -360,7 +365,10 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async deleteTable(tableId: string): Promise<void> {
-    this.statement('DELETE FROM tables WHERE table_id = ?').run(tableId);
+    this.db.transaction(() => {
+      this.statement('DELETE FROM tables WHERE table_id = ?').run(tableId);
+      this.statement('DELETE FROM upkeep_leases WHERE table_id = ?').run(tableId);
+    })();
   }
 
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
@@ -380,16 +388,19 @@ export class SqliteControlStore implements ControlStore {
     return this.relaxed(() =>
       this.db
         .transaction((): LeaseResult => {
+          if (this.statement('SELECT 1 FROM tables WHERE table_id = ?').get(tableId) === undefined) {
+            return { held: false, tookOver: false, dropped: true };
+          }
           const prior = this.statement('SELECT holder, expires_ms FROM upkeep_leases WHERE table_id = ?').get(
             tableId,
           ) as { holder: string; expires_ms: number } | undefined;
           if (prior !== undefined && prior.holder !== holder && prior.expires_ms >= now) {
-            return { held: false, tookOver: false };
+            return { held: false, tookOver: false, dropped: false };
           }
           this.statement(
             'INSERT INTO upkeep_leases (table_id, holder, expires_ms) VALUES (?, ?, ?) ON CONFLICT (table_id) DO UPDATE SET holder = excluded.holder, expires_ms = excluded.expires_ms',
           ).run(tableId, holder, now + forMs);
-          return { held: true, tookOver: prior !== undefined && prior.holder !== holder };
+          return { held: true, tookOver: prior !== undefined && prior.holder !== holder, dropped: false };
         })
         .immediate(),
     );
@@ -414,7 +425,7 @@ export class SqliteControlStore implements ControlStore {
     return this.relaxed(() =>
       this.db
         .transaction((): IdempotencyBegin => {
-          this.statement('DELETE FROM idempotency WHERE expires_ms < ?').run(now);
+          this.statement(sweepExpiredIdempotency('@now', '')).run({ now });
           const record = this.statement(
             `SELECT fingerprint, state, running_until_ms AS runningUntilMs, expires_ms AS expiresMs, intent, response
                FROM idempotency WHERE account_id = ? AND database_id = ? AND key = ?`,

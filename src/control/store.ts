@@ -35,10 +35,14 @@ export interface DatabaseRecord {
   lastError: string | null;
 }
 
-/** Whether a node now holds a table's upkeep lease, and whether it took it from another node whose lease ran out. */
+/**
+ * Whether a node now holds a table's upkeep lease, whether it took it from another node whose lease ran out, and
+ * whether the table left the catalog (dropped, on any node): its lease is never taken again.
+ */
 export interface LeaseResult {
   held: boolean;
   tookOver: boolean;
+  dropped: boolean;
 }
 
 /**
@@ -90,7 +94,8 @@ export interface ControlStore extends CatalogStore {
 
   /**
    * Takes or renews the upkeep lease of a table for `holder` for `forMs` (one node at a time): held when no one
-   * holds it, `holder` already does, or the last holder's lease ran out (a takeover).
+   * holds it, `holder` already does, or the last holder's lease ran out (a takeover); never for a table the
+   * catalog no longer holds. Dropping a table (`deleteTable`, `deleteDatabase`) ends its lease with it.
    */
   acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult>;
   releaseLease(tableId: string, holder: string): Promise<void>;
