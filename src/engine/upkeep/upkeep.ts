@@ -23,12 +23,13 @@ export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
 
 /**
  * Which node looks after a table: one at a time across every node of a deployment. `acquire` takes or renews
- * the table's lease for this node; a lease not renewed lapses, and another node takes over.
+ * the table's lease for this node; a lease not renewed lapses, and another node takes over. A table dropped (on
+ * any node) has no lease to take: `dropped`.
  */
 export interface UpkeepLeases {
   /** How long a lease lasts unrenewed. */
   readonly ms: number;
-  acquire(tableId: string): Promise<{ held: boolean; tookOver: boolean }>;
+  acquire(tableId: string): Promise<{ held: boolean; tookOver: boolean; dropped: boolean }>;
   release(tableId: string): Promise<void>;
 }
 
@@ -115,6 +116,12 @@ export class Upkeep {
   /** Rows of each table the previous pass that saw it change counted, and passes in a row it deferred (`loading`). */
   private readonly counted = new Map<string, number>();
   private readonly deferred = new Map<string, number>();
+  /**
+   * Tables dropped while open here (through another node, or while a pass ran): a handle another node's drop left
+   * open stays so until the worker goes, but gets no more upkeep (a purged one would fail every pass). Table ids
+   * are never reused.
+   */
+  private readonly dropped = new Set<string>();
 
   constructor(
     private readonly tables: Tables,
@@ -161,21 +168,61 @@ export class Upkeep {
     const open = new Set<string>();
     for (const handle of this.tables.openHandles()) {
       if (this.stopped) return;
+      let id: string | undefined;
       try {
         const table = await handle;
-        open.add(table.record.tableId);
-        await this.leasing(table.record.tableId, () => this.upkeep(table));
+        id = table.record.tableId;
+        open.add(id);
+        if (this.dropped.has(id)) continue;
+        await this.leasing(id, () => this.upkeep(table));
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
+        // Dropped while its pass ran (a purge removes the files the job reads): not a failure, and not retried.
+        if (id !== undefined && (await this.droppedMeanwhile(id))) continue;
         this.observer.failed();
         this.log.warn({ err }, 'index upkeep failed; retrying on the next pass');
       }
     }
-    for (const id of this.behind.keys()) if (!open.has(id)) this.behind.delete(id);
+    for (const id of this.dropped) if (!open.has(id)) this.dropped.delete(id);
     for (const id of this.leased) {
       if (open.has(id)) continue;
       this.leased.delete(id);
       await this.leases.release(id).catch(() => undefined);
+    }
+    const known = new Set([...this.seen.keys(), ...this.behind.keys(), ...this.counted.keys()]);
+    for (const id of known) if (!open.has(id) || this.dropped.has(id)) this.forget(id);
+  }
+
+  /** Whether the table left the catalog (`acquire` says so, and takes no lease then). */
+  private async droppedMeanwhile(id: string): Promise<boolean> {
+    const lease = await this.leases.acquire(id).catch(() => undefined);
+    if (lease?.dropped !== true) return false;
+    this.markDropped(id);
+    return true;
+  }
+
+  /** Ends this node's upkeep of a dropped table: its lease ended with the drop (the pass forgets the rest). */
+  private markDropped(id: string): void {
+    this.dropped.add(id);
+    this.leased.delete(id);
+  }
+
+  /** Lets go of what upkeep kept about a table it no longer looks after. */
+  private forget(id: string): void {
+    for (const known of [
+      this.preempted,
+      this.settled,
+      this.tidied,
+      this.seen,
+      this.pruneAt,
+      this.behind,
+      this.counted,
+      this.deferred,
+    ]) {
+      known.delete(id);
+    }
+    for (const keyed of [this.trainedRows, this.annRetryAt]) {
+      for (const key of keyed.keys()) if (key.startsWith(`${id}/`)) keyed.delete(key);
     }
   }
 
@@ -185,6 +232,10 @@ export class Upkeep {
    */
   private async leasing(id: string, work: () => Promise<void>): Promise<void> {
     const lease = await this.leases.acquire(id);
+    if (lease.dropped) {
+      this.markDropped(id);
+      return;
+    }
     if (!lease.held) {
       this.leased.delete(id);
       this.behind.delete(id);
@@ -196,7 +247,8 @@ export class Upkeep {
       () => {
         this.leases.acquire(id).then(
           (again) => {
-            if (!again.held) this.leased.delete(id);
+            if (again.dropped) this.markDropped(id);
+            else if (!again.held) this.leased.delete(id);
           },
           () => undefined,
         );
@@ -385,8 +437,10 @@ export class Upkeep {
     try {
       return await this.commit(table, work, annIndex(vector, work === 'ann_retrain'));
     } catch (err) {
-      // The process's end is no verdict on the job: the next pass tries again.
-      if (err instanceof UpkeepProcessGone || this.stopped) throw err;
+      // The process's end is no verdict on the job: the next pass tries again. A drop ends the table's upkeep.
+      if (err instanceof UpkeepProcessGone || this.stopped || (await this.droppedMeanwhile(table.record.tableId))) {
+        throw err;
+      }
       this.annRetryAt.set(key, Date.now() + ANN_RETRY_MS);
       this.observer.failed();
       this.log.warn(
