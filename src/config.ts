@@ -1,4 +1,4 @@
-import { availableParallelism } from 'node:os';
+import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 
 /** Every setting Strata reads, parsed once from the environment (and CLI flags, which override it). */
@@ -21,6 +21,11 @@ export interface Config {
   sqlMaxRows: number;
   /** DuckDB memory limit of each database's SQL engine, MiB; beyond it queries spill or fail (ext). */
   sqlMemoryMb: number;
+  /**
+   * MiB the SQL copies of all the node's databases may hold together (ext): a load that would pass it lets go of
+   * idle databases' copies first, and is refused with 503 `sql_memory_busy` when that is not enough.
+   */
+  sqlNodeMemoryMb: number;
   /** DuckDB threads of each database's SQL engine (ext). */
   sqlThreads: number;
   maxActiveDatabases: number;
@@ -98,6 +103,7 @@ const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'sql-timeout-ms': 'STRATA_SQL_TIMEOUT_MS',
   'sql-max-rows': 'STRATA_SQL_MAX_ROWS',
   'sql-memory-mb': 'STRATA_SQL_MEMORY_MB',
+  'sql-node-memory-mb': 'STRATA_SQL_NODE_MEMORY_MB',
   'sql-threads': 'STRATA_SQL_THREADS',
   'max-active-databases': 'STRATA_MAX_ACTIVE_DATABASES',
   'worker-idle-ms': 'STRATA_WORKER_IDLE_MS',
@@ -160,7 +166,46 @@ function text(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
-export function loadConfig(env: Env): Config {
+/** What the node's memory allows, for the defaults that are a share of it. */
+export interface Machine {
+  /** Bytes of memory the process may use: the machine's, or its container's limit when that is lower. */
+  memoryBytes: number;
+}
+
+export function thisMachine(): Machine {
+  // A container's limit is what an out-of-memory kill enforces; os.totalmem() reports the host's memory there.
+  const constrained = process.constrainedMemory?.() ?? 0;
+  const total = totalmem();
+  return { memoryBytes: constrained > 0 && constrained < total ? constrained : total };
+}
+
+const MIB = 1024 * 1024;
+
+/**
+ * The SQL memory settings, checked against each other. Half the machine goes to SQL copies by default: the other
+ * half is for what no budget bounds, each query's own working memory (up to `STRATA_SQL_MEMORY_MB` in each
+ * database), Lance's reads and caches, the upkeep process, Node's heap and the page cache the buckets' files
+ * are read through. A database's limit above the node's budget could never be met, so it refuses to start.
+ */
+function sqlMemory(env: Env, machine: Machine): { sqlMemoryMb: number; sqlNodeMemoryMb: number } {
+  const machineMb = Math.floor(machine.memoryBytes / MIB);
+  const sqlNodeMemoryMb = integer(env, 'STRATA_SQL_NODE_MEMORY_MB', Math.max(64, Math.floor(machineMb / 2)), 64);
+  if (sqlNodeMemoryMb > machineMb) {
+    throw new ConfigError(
+      `STRATA_SQL_NODE_MEMORY_MB (${sqlNodeMemoryMb}) is more than this machine's memory (${machineMb} MiB)`,
+    );
+  }
+  // Unset, a database's limit is 4 GiB or the whole node budget when that is smaller: a small machine starts.
+  const sqlMemoryMb = integer(env, 'STRATA_SQL_MEMORY_MB', Math.min(4096, sqlNodeMemoryMb), 64);
+  if (sqlMemoryMb > sqlNodeMemoryMb) {
+    throw new ConfigError(
+      `STRATA_SQL_MEMORY_MB (${sqlMemoryMb}, each database) is more than STRATA_SQL_NODE_MEMORY_MB (${sqlNodeMemoryMb}, all databases of the node together); lower the first or raise the second`,
+    );
+  }
+  return { sqlMemoryMb, sqlNodeMemoryMb };
+}
+
+export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
   const bootstrapKey = text(env, 'STRATA_BOOTSTRAP_KEY');
   if (bootstrapKey !== undefined && !/^sk_[A-Za-z0-9_-]{32,}$/.test(bootstrapKey)) {
     throw new ConfigError('STRATA_BOOTSTRAP_KEY must be "sk_" followed by at least 32 URL-safe characters');
@@ -177,7 +222,7 @@ export function loadConfig(env: Env): Config {
     bodyIdleMs: integer(env, 'STRATA_BODY_IDLE_MS', 30_000, 100),
     sqlTimeoutMs: integer(env, 'STRATA_SQL_TIMEOUT_MS', 30_000, 1),
     sqlMaxRows: integer(env, 'STRATA_SQL_MAX_ROWS', 1_000_000, 1),
-    sqlMemoryMb: integer(env, 'STRATA_SQL_MEMORY_MB', 4096, 64),
+    ...sqlMemory(env, machine),
     sqlThreads: integer(env, 'STRATA_SQL_THREADS', Math.max(1, availableParallelism()), 1),
     maxActiveDatabases: integer(env, 'STRATA_MAX_ACTIVE_DATABASES', 64, 1),
     workerIdleMs: integer(env, 'STRATA_WORKER_IDLE_MS', 300_000, 1),

@@ -38,6 +38,51 @@ describe('configuration', () => {
     );
   });
 
+  describe('SQL memory', () => {
+    const GIB = 1024 ** 3;
+    const machine = (gib: number) => ({ memoryBytes: gib * GIB });
+
+    test('the node budget defaults to half the machine, and a database to 4 GiB or the budget when smaller', () => {
+      expect(loadConfig({}, machine(24))).toMatchObject({ sqlNodeMemoryMb: 12 * 1024, sqlMemoryMb: 4096 });
+      expect(loadConfig({}, machine(4))).toMatchObject({ sqlNodeMemoryMb: 2048, sqlMemoryMb: 2048 });
+      expect(loadConfig({ STRATA_SQL_NODE_MEMORY_MB: '512' }, machine(24))).toMatchObject({
+        sqlNodeMemoryMb: 512,
+        sqlMemoryMb: 512,
+      });
+    });
+
+    test('STRATA_SQL_NODE_MEMORY_MB is parsed, and refused below 64 MiB or above the machine', () => {
+      const env = { STRATA_SQL_NODE_MEMORY_MB: '1000', STRATA_SQL_MEMORY_MB: '100' };
+      expect(loadConfig(env, machine(8))).toMatchObject({ sqlNodeMemoryMb: 1000, sqlMemoryMb: 100 });
+      expect(flagsToEnv(['--sql-node-memory-mb', '1000'])).toEqual({ STRATA_SQL_NODE_MEMORY_MB: '1000' });
+      for (const raw of ['63', '0', '-1', '1.5', '1e3', 'half'])
+        expect(() => loadConfig({ STRATA_SQL_NODE_MEMORY_MB: raw }, machine(8))).toThrow(
+          /STRATA_SQL_NODE_MEMORY_MB must be an integer ≥ 64/,
+        );
+      expect(() => loadConfig({ STRATA_SQL_NODE_MEMORY_MB: '9000' }, machine(8))).toThrow(
+        "STRATA_SQL_NODE_MEMORY_MB (9000) is more than this machine's memory (8192 MiB)",
+      );
+    });
+
+    test("a database's limit above the node's budget refuses to start, naming both", () => {
+      const env = { STRATA_SQL_MEMORY_MB: '4096', STRATA_SQL_NODE_MEMORY_MB: '2048' };
+      expect(() => loadConfig(env, machine(24))).toThrow(ConfigError);
+      expect(() => loadConfig(env, machine(24))).toThrow(
+        /STRATA_SQL_MEMORY_MB \(4096, each database\) is more than STRATA_SQL_NODE_MEMORY_MB \(2048/,
+      );
+      // The default budget counts too: 4 GiB for one database is more than half of a 6 GiB machine.
+      expect(() => loadConfig({ STRATA_SQL_MEMORY_MB: '4096' }, machine(6))).toThrow(
+        /STRATA_SQL_NODE_MEMORY_MB \(3072/,
+      );
+      expect(
+        loadConfig({ STRATA_SQL_MEMORY_MB: '2048', STRATA_SQL_NODE_MEMORY_MB: '2048' }, machine(24)),
+      ).toMatchObject({
+        sqlMemoryMb: 2048,
+        sqlNodeMemoryMb: 2048,
+      });
+    });
+  });
+
   test('a malformed bootstrap key is refused before anything starts', () => {
     expect(() => loadConfig({ STRATA_BOOTSTRAP_KEY: 'short' })).toThrow(ConfigError);
   });
