@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   storage_unavailable: 'The bucket could not be reached; retry after Retry-After.',
   control_store_unavailable: 'The control store (PostgreSQL) is not answering; retry after Retry-After.',
   sql_engine_closing: 'The database’s SQL engine closed (its database was deleted or let go); retry.',
+  sql_memory_busy:
+    'The node’s memory for SQL copies (STRATA_SQL_NODE_MEMORY_MB) is held by databases running statements; retry after Retry-After.',
   converter_out_of_memory: 'Converting a request’s rows needed more memory than a request may use; retry.',
 } as const;
 

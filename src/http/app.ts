@@ -9,6 +9,7 @@ import { Databases } from '../control/databases.js';
 import type { ControlStore } from '../control/store.js';
 import { WorkerPool } from '../engine/workers/pool.js';
 import { ApiError } from '../errors.js';
+import { SqlMemoryBudget } from '../sql/memory-budget.js';
 import { authPlugin } from './auth.js';
 import { concurrencyPlugin } from './concurrency.js';
 import type { AppContext } from './context.js';
@@ -99,6 +100,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const metrics = new ServiceMetrics();
   // This process among the nodes sharing the control store: whose upkeep leases are whose.
   const nodeId = `node_${randomUUID()}`;
+  const sqlBudget = SqlMemoryBudget.ofMb(config.sqlNodeMemoryMb);
   const workers = new WorkerPool({
     deps: {
       catalog: store,
@@ -117,6 +119,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       sql: {
         memoryMb: config.sqlMemoryMb,
         threads: config.sqlThreads,
+        budget: sqlBudget,
         timeoutMs: config.sqlTimeoutMs,
         maxRows: config.sqlMaxRows,
         maxBytes: config.limits.maxResultBytes,
@@ -161,6 +164,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     () => workers.leasesHeld(),
   );
   metrics.watch('strata_workers_placed', 'Databases with a worker placed on this node', () => workers.size);
+  metrics.watch(
+    'strata_sql_copies_bytes',
+    "Bytes the databases' SQL copies hold on this node, as DuckDB counts them (with loads under way)",
+    () => sqlBudget.usedBytes,
+  );
+  metrics.watch(
+    'strata_sql_copies_let_go',
+    'Databases whose SQL copies were let go to make room in STRATA_SQL_NODE_MEMORY_MB, since start-up',
+    () => sqlBudget.evictions,
+  );
   await app.register(metricsPlugin, { metrics });
   await app.register(authPlugin);
   await app.register(concurrencyPlugin);

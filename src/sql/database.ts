@@ -4,6 +4,7 @@ import { arrow } from '../arrow/arrow.js';
 import { BadRequest, RequestTimeout, ResultTooLarge, Unavailable } from '../errors.js';
 import { TableCopies } from './copies.js';
 import { checkKeyword, checkStatement, type InstanceOptions, openLockedInstance, sqlCall } from './lockdown.js';
+import type { BudgetAccount } from './memory-budget.js';
 import { chunkToBatch, narrowHugeints } from './results.js';
 import type { SqlSource } from './source.js';
 import { statementTables } from './statement-tables.js';
@@ -24,23 +25,36 @@ export interface SqlResult {
 /**
  * The SQL engine of one database: a locked-down DuckDB holding a copy of each table under its own name
  * (`TableCopies`). A statement is checked, the tables it reads are brought up to date, and it runs in a
- * read-only transaction under the time, row and byte limits.
+ * read-only transaction under the time, row and byte limits. Its copies count in the node's budget for SQL
+ * memory, which may let them go while the database is idle.
  */
 export class SqlDatabase {
-  /** Catalog sync and loads, one at a time; queries run beside them and each other. */
+  /** Catalog sync, loads and letting go of copies, one at a time; queries run beside them and each other. */
   private loading: Promise<unknown> = Promise.resolve();
+  /** Work queued or running in `loading`. */
+  private exclusiveWork = 0;
   private closed = false;
   /** Queries in flight, by connection, so closing can interrupt and await them. */
   private readonly running = new Map<DuckDBConnection, Promise<SqlResult>>();
+  private readonly account: BudgetAccount;
+  private readonly copies: TableCopies;
 
   private constructor(
     private readonly instance: DuckDBInstance,
-    private readonly copies: TableCopies,
-  ) {}
+    loader: DuckDBConnection,
+    source: SqlSource,
+    options: InstanceOptions,
+  ) {
+    this.account = options.budget.open(
+      { idle: () => this.running.size === 0 && this.exclusiveWork === 0, letGo: () => this.letGo() },
+      options.memoryMb,
+    );
+    this.copies = new TableCopies(loader, source, options.threads, this.account);
+  }
 
   static async open(source: SqlSource, options: InstanceOptions): Promise<SqlDatabase> {
     const { instance, loader } = await openLockedInstance(options);
-    return new SqlDatabase(instance, new TableCopies(loader, source, options.threads));
+    return new SqlDatabase(instance, loader, source, options);
   }
 
   async query(sql: string, limits: SqlLimits): Promise<SqlResult> {
@@ -51,10 +65,12 @@ export class SqlDatabase {
     const connection = await this.instance.connect();
     const running = this.run(connection, sql, limits);
     this.running.set(connection, running);
+    this.account.touch();
     try {
       return await running;
     } finally {
       this.running.delete(connection);
+      this.account.touch();
       connection.closeSync();
     }
   }
@@ -115,10 +131,17 @@ export class SqlDatabase {
     await this.loading.catch(() => undefined);
     this.copies.close();
     this.instance.closeSync();
+    this.account.close();
+  }
+
+  /** Drops the copies for the budget; answers what DuckDB holds for copies afterwards. */
+  private letGo(): Promise<number> {
+    return this.exclusively(() => this.copies.letGo());
   }
 
   private exclusively<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.loading.then(work, work);
+    this.exclusiveWork++;
+    const run = this.loading.then(work, work).finally(() => this.exclusiveWork--);
     this.loading = run.catch(() => undefined);
     return run;
   }

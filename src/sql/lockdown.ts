@@ -1,9 +1,12 @@
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
 import { ApiError, BadRequest } from '../errors.js';
+import type { SqlMemoryBudget } from './memory-budget.js';
 
+/** What a database's SQL engine is given: its DuckDB's memory limit and threads, and the node's budget for copies. */
 export interface InstanceOptions {
   memoryMb: number;
   threads: number;
+  budget: SqlMemoryBudget;
 }
 
 /**
@@ -11,7 +14,7 @@ export interface InstanceOptions {
  * extensions, and settings frozen once made. With `checkStatement` in front, user SQL can only read.
  */
 export async function openLockedInstance(
-  options: InstanceOptions,
+  options: Pick<InstanceOptions, 'memoryMb' | 'threads'>,
 ): Promise<{ instance: DuckDBInstance; loader: DuckDBConnection }> {
   const instance = await DuckDBInstance.create(':memory:', {
     enable_external_access: 'false',
@@ -21,6 +24,9 @@ export async function openLockedInstance(
     allow_unsigned_extensions: 'false',
     memory_limit: `${options.memoryMb}MB`,
     threads: String(options.threads),
+    // Copies let go to make room must leave the process, not only DuckDB's count: without these threads RSS was
+    // unchanged 2 s after a 137 MiB copy was dropped (the allocator kept its pages); with them it fell by 135 MiB.
+    allocator_background_threads: 'true',
   });
   // The service's own connection for loading tables, its session set before the lock: loads insert from
   // several threads, which DuckDB does only where insertion order need not be kept.
