@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { crc32 } from 'node:zlib';
 import type { FastifyRequest } from 'fastify';
+import { rowsDigest } from '../arrow/digest.js';
 import { fingerprintFor, type IdempotencyScope } from '../control/idempotency.js';
 import type { WriteHooks, WriteIntent } from '../engine/writes/intent.js';
 import type { RowCounts } from '../engine/writes/writes.js';
@@ -23,10 +23,10 @@ export interface StoredAnswer {
 /** One idempotent write: how to run it, and how to tell and answer a run that landed but was never answered. */
 export interface IdempotentWrite<R> {
   /**
-   * The request's parts that must match for a key to be reused: route, table, predicate, body. The table's
-   * instance (its id) is added once the write knows it.
+   * The request's parts that must match for a key to be reused: route, table, predicate. The table's instance
+   * (its id) and the rows the body holds are added once the write has read them.
    */
-  fingerprint: readonly (string | Uint8Array | undefined)[];
+  fingerprint: readonly (string | undefined)[];
   /** Runs the write, telling `hooks` when its body is read and what it is about to commit. */
   run(hooks: WriteHooks | undefined): Promise<R>;
   answer(result: R): StoredAnswer;
@@ -56,16 +56,15 @@ function idempotencyKeyOf(req: FastifyRequest): string | undefined {
 
 /**
  * The request's parts as one SHA-256, each part length-prefixed so that no two different requests hash the same
- * stream. A body enters as its CRC-32, a third of the cost of its SHA-256 on every keyed append: keys are per
- * account and database, so a fingerprint only tells one client's own requests apart, and CRC-32 catches every
- * change of up to 32 consecutive bits and misses a random one with odds of 2^-32.
+ * stream. A body enters as the digest of the rows it holds (`rowsDigest`): the same rows sent again as other bytes
+ * (JSON spaced otherwise, Arrow batched otherwise) are the same request. Keys are per account and database, so a
+ * fingerprint only tells one client's own requests apart.
  */
-export function fingerprintOf(parts: IdempotentWrite<unknown>['fingerprint']): string {
+export function fingerprintOf(parts: readonly (string | undefined)[]): string {
   const hash = createHash('sha256');
   for (const part of parts) {
     if (part === undefined) hash.update('none;');
-    else if (typeof part === 'string') hash.update(`text ${Buffer.byteLength(part)}:`).update(part);
-    else hash.update(`bytes ${part.length} crc32 ${crc32(part)};`);
+    else hash.update(`text ${Buffer.byteLength(part)}:`).update(part);
   }
   return hash.digest('hex');
 }
@@ -136,12 +135,12 @@ export async function idempotently<R>(
   // Held this long unrenewed: a node that died holding the key blocks a retry no longer than this.
   const holdMs = config.idempotencyHoldMs;
   const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
-  const request = fingerprintOf(write.fingerprint);
   let stage = 'unclaimed' as 'unclaimed' | 'claimed' | 'intended';
   let renew: NodeJS.Timeout | undefined;
   const hooks: WriteHooks = {
-    async beforeWrite(tableId) {
-      const earlier = await claim(ctx, scope, fingerprintFor(tableId, request), write);
+    async beforeWrite(tableId, rows) {
+      const fingerprint = fingerprintOf([...write.fingerprint, rows === undefined ? undefined : rowsDigest(rows)]);
+      const earlier = await claim(ctx, scope, fingerprintFor(tableId, fingerprint), write);
       if (earlier !== undefined) throw new AnsweredBefore(earlier);
       stage = 'claimed';
       renew = setInterval(() => void store.renewIdempotent(scope, nodeId, holdMs).catch(() => undefined), holdMs / 3);

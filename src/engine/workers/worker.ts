@@ -106,7 +106,7 @@ export class DatabaseWorker {
   append(table: string, body: RowsBody, hooks?: WriteHooks): Promise<WriteResult> {
     return this.onTable(table, async (handle) => {
       const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite(handle.record.tableId);
+      await hooks?.beforeWrite(handle.record.tableId, rows.batches);
       return append(this.catalog, handle, rows, hooks?.beforeCommit);
     });
   }
@@ -119,7 +119,7 @@ export class DatabaseWorker {
   ): Promise<WriteResult & RowCounts> {
     return this.onTable(table, async (handle) => {
       const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite(handle.record.tableId);
+      await hooks?.beforeWrite(handle.record.tableId, rows.batches);
       return replace(this.catalog, handle, predicate, rows, hooks?.beforeCommit);
     });
   }

@@ -23,8 +23,11 @@ export type BeforeCommit = (intent: WriteIntent) => Promise<void>;
 
 /** What a caller is told on the way through a write, and may stop it at by throwing. */
 export interface WriteHooks {
-  /** The body is read and checked, and nothing is written yet; the write goes to the table with this id. */
-  beforeWrite(tableId: string): Promise<void>;
+  /**
+   * The body is read and checked, and nothing is written yet: the write goes to the table with this id, with
+   * these rows (none for a delete).
+   */
+  beforeWrite(tableId: string, rows?: readonly RecordBatch[]): Promise<void>;
   beforeCommit: BeforeCommit;
 }
 

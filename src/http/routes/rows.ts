@@ -92,7 +92,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const body = rowsOf(req);
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
-          fingerprint: ['append', table, undefined, body.kind, body.bytes],
+          fingerprint: ['append', table, undefined],
           run: (hooks) => worker.append(table, body, hooks),
           answer: (written) => ({ version: written.version }),
           recover: (intent) => worker.recovered(table, intent, body),
@@ -132,7 +132,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const body = rowsOf(req);
       const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
-          fingerprint: ['update', table, predicate, body.kind, body.bytes],
+          fingerprint: ['update', table, predicate],
           run: (hooks) => worker.replace(table, predicate, body, hooks),
           answer: (written) => ({ version: written.version, counts: countsOf(written) }),
           recover: (intent) => worker.recovered(table, intent, body),
