@@ -560,14 +560,18 @@ describe('query_sql reads every type back', () => {
   });
 });
 
-test('deleting a database while its SQL runs interrupts the query with 503, and the server stays up', async () => {
+test('deleting a database while its SQL runs lets the query end on its own terms first, and the server stays up', async () => {
   await activeLocalDatabase(api, 'doomed');
   const slow = sqlOn('doomed')('SELECT sum(a.range * b.range) AS s FROM range(300000) a, range(300000) b');
   await new Promise((resolve) => setTimeout(resolve, 300));
-  expect((await api.del('/v1/databases/doomed')).status).toBe(200);
+  // Calls in flight get up to 10 s to finish before the database's worker closes (docs/api.md): this one ends
+  // at its time limit, then the deletion.
+  const deleted = api.del('/v1/databases/doomed');
   const reply = await slow;
-  expect(reply.status).toBe(503);
-  expect(reply.json.error).toMatch(/closed during the query; retry/);
+  expect(reply.status).toBe(408);
+  expect(reply.json.code).toBe('sql_timeout');
+  expect((await deleted).status).toBe(200);
+  expect((await sqlOn('doomed')('SELECT 1 AS one')).json.code).toBe('unknown_database');
   expect((await api.get('/healthz')).status).toBe(200);
   expect(await rows('SELECT 1 AS one')).toEqual([{ one: 1 }]);
 });
