@@ -11,7 +11,7 @@ import { ARROW, ipcOf, type Row, tablesOf } from './support/tables.js';
 /**
  * The node's budget for SQL copies, scaled down: three databases whose copies are ~40 MiB each in DuckDB, under
  * a 100 MiB budget that holds two. The server runs as its own process so that its memory can be read. Costs
- * ~30 s: 900k rows written, five table loads, and two rounds of statements held for the 3 s SQL time limit.
+ * ~35 s: 900k rows written, seven table loads, and three rounds of statements held for the 3 s SQL time limit.
  */
 const KEY = `sk_${'m'.repeat(43)}`;
 const MIB = 1024 * 1024;
@@ -31,8 +31,11 @@ let server: Served;
 let api: Client;
 
 afterAll(async () => {
-  server?.child.kill('SIGKILL');
+  // Stopped in order, so that DuckDB deletes any temporary files it made.
+  server?.child.kill('SIGTERM');
+  const killer = setTimeout(() => server?.child.kill('SIGKILL'), 10_000);
   await server?.exited;
+  clearTimeout(killer);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -86,7 +89,7 @@ beforeAll(async () => {
   server = await serveProcess(dataDir, {
     STRATA_BOOTSTRAP_KEY: KEY,
     STRATA_SQL_NODE_MEMORY_MB: String(BUDGET_MB),
-    STRATA_SQL_MEMORY_MB: '64',
+    STRATA_SQL_MEMORY_MB: String(BUDGET_MB),
     STRATA_SQL_THREADS: '1',
     STRATA_SQL_TIMEOUT_MS: String(TIME_LIMIT_MS),
     STRATA_UPKEEP_INTERVAL_MS: '600000',
@@ -163,3 +166,32 @@ test('three databases whose copies do not all fit: idle ones make room, busy one
   expect(highest).toBeLessThanOrEqual(BUDGET_MB * MIB);
   expect(grown).toBeLessThan(BUDGET_MB + MARGIN_MB);
 }, 120_000);
+
+test('a copy replaced while a statement reads it counts until that statement ends, then only the new one does', async () => {
+  expect((await readAll('alpha')).json.data).toEqual([{ n: ROWS, any: true }]);
+  // Reads alpha's copy until the time limit interrupts it.
+  const reader = sqlOn('alpha', 'SELECT count(*) AS n FROM t a, t b WHERE (a.id * b.id) % 7 = 8');
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  const removed = await api.request('POST', `/v1/delete/alpha?table=t&predicate=${encodeURIComponent('id = 0')}`);
+  expect(removed.status).toBe(200);
+
+  // The next statement loads the table again; the copy the reader holds stays until it ends.
+  expect((await readAll('alpha')).json.data).toEqual([{ n: ROWS - 1, any: true }]);
+  const both = await copiesBytes();
+  expect((await reader).json.code).toBe('sql_timeout');
+  const after = await eventuallyBelow(both - 30 * MIB);
+
+  console.info(`copies while the reader ran ${(both / MIB).toFixed(1)} MiB, after it ${(after / MIB).toFixed(1)} MiB`);
+  expect(both).toBeGreaterThan(75 * MIB);
+  expect(after).toBeLessThan(50 * MIB);
+}, 60_000);
+
+/** The copies' bytes once they drop below `bytes`, or after 2 s. */
+async function eventuallyBelow(bytes: number): Promise<number> {
+  const until = Date.now() + 2000;
+  for (;;) {
+    const now = await copiesBytes();
+    if (now < bytes || Date.now() > until) return now;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -64,6 +64,8 @@ export class TableCopies {
   /** Rows read from Lance per insert: whole row groups for every DuckDB thread. */
   private readonly segmentRows: number;
   private stopped = false;
+  /** A copy was replaced since the last `remeasure`: what the budget counts may include it still. */
+  private replaced = false;
 
   constructor(
     private readonly loader: DuckDBConnection,
@@ -128,6 +130,17 @@ export class TableCopies {
     return this.measure();
   }
 
+  /** Whether a copy was replaced while statements may have been reading it. */
+  get replacedSinceMeasure(): boolean {
+    return this.replaced;
+  }
+
+  /** Tells the budget what DuckDB holds now, once no statement reads a replaced copy any more. */
+  async remeasure(): Promise<void> {
+    this.replaced = false;
+    if (!this.stopped) this.account.settle(await this.measure());
+  }
+
   /** Bytes DuckDB holds for the copies now. */
   async measure(): Promise<number> {
     const reader = await this.loader.runAndReadAll(COPY_MEMORY);
@@ -170,8 +183,9 @@ export class TableCopies {
       }
     } else if (difference === 'rewrite') {
       entry.maxKey = await this.reload(table, version, fields);
-      // The copy it replaced is gone (or goes with the last statement still reading it).
       this.account.settle(await this.measure());
+      // Measured: DuckDB frees the copy it replaced only when the last statement reading it ends.
+      this.replaced = true;
     }
     entry.version = version;
     entry.whole = whole;

@@ -72,6 +72,8 @@ export class SqlDatabase {
       this.running.delete(connection);
       this.account.touch();
       connection.closeSync();
+      if (this.running.size === 0 && this.copies.replacedSinceMeasure && !this.closed)
+        this.exclusively(() => this.copies.remeasure()).catch(() => undefined);
     }
   }
 
