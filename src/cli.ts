@@ -1,16 +1,10 @@
 #!/usr/bin/env node
-import { CLIENT_USAGE, runClientCommand, UsageError } from './cli/commands.js';
+import { runClientCommand } from './cli/commands.js';
+import { allUsage, usageOf, wantsHelp } from './cli/usage.js';
 import { ConfigError, flagsToEnv, loadConfig } from './config.js';
 import { issueKey } from './control/keys.js';
 import { openControlStore } from './control/open.js';
 import { serve } from './server.js';
-
-const USAGE = `usage:
-  strata serve [--host H] [--port P] [--data-dir DIR] [--…]   serve the API (flags mirror STRATA_* variables)
-  strata keys create --account NAME [--data-dir DIR]        issue a key; prints it once on a line of its own
-  strata keys list [--data-dir DIR]                         list keys (ids, accounts, states; never secrets)
-  strata keys revoke ID [--data-dir DIR]                    revoke a key at once
-${CLIENT_USAGE}`;
 
 /** Pulls `--account NAME` (a keys-only option) out of the flags, leaving the config flags. */
 function takeOption(args: string[], name: string): string | undefined {
@@ -23,18 +17,26 @@ function takeOption(args: string[], name: string): string | undefined {
   return value;
 }
 
+/** Bad usage of serve or keys: the message, the command's usage, exit code 2. */
+function usageError(command: string, message: string): number {
+  process.stderr.write(`strata ${command}: ${message}\n${usageOf(command)}`);
+  return 2;
+}
+
 async function keys(args: string[]): Promise<number> {
   const verb = args.shift();
   const account = takeOption(args, 'account');
   const id = verb === 'revoke' && args[0] !== undefined && !args[0].startsWith('--') ? args.shift() : undefined;
+  if (verb === 'create' && (account === undefined || !/^[A-Za-z0-9_-]{1,128}$/.test(account))) {
+    return usageError('keys', 'keys create needs --account NAME (A-Z a-z 0-9 _ -, at most 128 characters)');
+  }
+  if (!(verb === 'create' || verb === 'list' || (verb === 'revoke' && id !== undefined))) {
+    return usageError('keys', 'keys takes create --account NAME, list, or revoke ID');
+  }
   const config = loadConfig({ ...process.env, ...flagsToEnv(args) });
   const store = await openControlStore(config);
   try {
-    if (verb === 'create') {
-      if (account === undefined || !/^[A-Za-z0-9_-]{1,128}$/.test(account)) {
-        process.stderr.write('keys create needs --account NAME (A-Z a-z 0-9 _ -, at most 128 characters)\n');
-        return 2;
-      }
+    if (verb === 'create' && account !== undefined) {
       const key = await issueKey(store, account);
       process.stderr.write(`created key ${key.id} for account "${key.account.name}"\n`);
       process.stdout.write(`${key.secret}\n`);
@@ -47,16 +49,12 @@ async function keys(args: string[]): Promise<number> {
       }
       return 0;
     }
-    if (verb === 'revoke' && id !== undefined) {
-      if (await store.revokeKey(id, Date.now())) {
-        process.stdout.write(`revoked ${id}\n`);
-        return 0;
-      }
-      process.stderr.write(`no active key with id ${id}\n`);
-      return 1;
+    if (id !== undefined && (await store.revokeKey(id, Date.now()))) {
+      process.stdout.write(`revoked ${id}\n`);
+      return 0;
     }
-    process.stderr.write(`${USAGE}\n`);
-    return 2;
+    process.stderr.write(`no active key with id ${id}\n`);
+    return 1;
   } finally {
     await store.close();
   }
@@ -64,24 +62,38 @@ async function keys(args: string[]): Promise<number> {
 
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, ...rest] = argv;
+  if ((command === 'serve' || command === 'keys') && wantsHelp(rest)) {
+    process.stdout.write(usageOf(command));
+    return 0;
+  }
   if (command === 'serve') {
-    await serve(loadConfig({ ...process.env, ...flagsToEnv(rest) }));
+    let env: Record<string, string>;
+    try {
+      env = flagsToEnv(rest);
+    } catch (err) {
+      if (err instanceof ConfigError) return usageError('serve', err.message);
+      throw err;
+    }
+    await serve(loadConfig({ ...process.env, ...env }));
     return undefined;
   }
-  if (command === 'keys') return keys(rest);
-  if (command !== undefined) {
+  if (command === 'keys') {
     try {
-      const code = await runClientCommand(command, rest);
-      if (code !== undefined) return code;
+      return await keys(rest);
     } catch (err) {
-      if (!(err instanceof UsageError)) throw err;
-      process.stderr.write(`strata ${command}: ${err.message}\n${USAGE}\n`);
-      return 2;
+      if (err instanceof ConfigError) return usageError('keys', err.message);
+      throw err;
     }
   }
+  if (command !== undefined && command !== '--help' && command !== '-h' && command !== 'help') {
+    const code = await runClientCommand(command, rest);
+    if (code !== undefined) return code;
+    process.stderr.write(`strata: unknown command "${command}"\n`);
+  }
   // A bare `strata` says how to call it rather than starting a server nobody asked for.
-  process.stderr.write(`${USAGE}\n`);
-  return command === '--help' || command === 'help' ? 0 : 2;
+  const help = command === '--help' || command === '-h' || command === 'help';
+  (help ? process.stdout : process.stderr).write(allUsage());
+  return help ? 0 : 2;
 }
 
 process.env.LANCEDB_LOG ??= 'error';

@@ -1,13 +1,15 @@
 import { createHash } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
-import { extname, resolve } from 'node:path';
-import { type DuckDBConnection, DuckDBInstance, type DuckDBType } from '@duckdb/node-api';
-import type { Field, RecordBatch, Schema } from 'apache-arrow';
+import { mkdtempSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { extname, join, resolve } from 'node:path';
+import { type DuckDBConnection, DuckDBInstance, type DuckDBType, DuckDBTypeId } from '@duckdb/node-api';
+import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { chunkToBatch } from '../sql/results.js';
-import { arrowType, quoteIdent } from '../sql/types.js';
-
-const { Type } = arrow;
+import { quoteIdent } from '../sql/types.js';
+import { type ColumnRead, columnRead, DOUBLE_DIGITS } from './column-types.js';
+import { encodeGroup } from './encode.js';
+import { LoadError } from './errors.js';
 
 /** The files `strata load` reads, by extension. */
 export type FileKind = 'parquet' | 'csv' | 'tsv' | 'jsonl' | 'arrow';
@@ -27,76 +29,146 @@ export function kindOf(path: string): FileKind | undefined {
   return KINDS[extname(path).toLowerCase()];
 }
 
-/** One request's rows, already an Arrow IPC stream. */
+/** One request's rows, already an Arrow IPC stream, and the file row its first row is. */
 export interface EncodedGroup {
   ipc: Uint8Array;
   rows: number;
+  start: number;
 }
 
 /** A file opened for loading: its columns (as Arrow), its row count when cheap to know, and its rows in groups. */
 export interface LoadFile {
   schema: Schema;
   totalRows: number | undefined;
-  /** The file's rows in file order, `groupRows` to a group (the last shorter): the same groups on every run. */
+  /** What the service has no type for in this file, and how each such column loads instead. */
+  notes: string[];
+  /**
+   * The file's rows in file order, `groupRows` to a group (the last shorter), each encoded the same way on every
+   * run: a re-run sends the same bytes for the same rows, under the same keys.
+   */
   groups(groupRows: number): AsyncGenerator<EncodedGroup>;
+  /** For `--create`: refuses a text column whose values but a few are all of one narrower type. */
+  checkNotWidened(): Promise<void>;
   close(): void;
 }
 
-/** The DuckDB table function that reads a file of this kind. */
-function reader(kind: Exclude<FileKind, 'arrow'>, path: string): string {
+/** The DuckDB table function that reads a file of this kind; `extra` adds reader options. */
+function reader(kind: Exclude<FileKind, 'arrow'>, path: string, extra = ''): string {
   const file = `'${path.replaceAll("'", "''")}'`;
   switch (kind) {
     case 'parquet':
-      return `read_parquet(${file})`;
+      return `read_parquet(${file}${extra})`;
     case 'csv':
-      return `read_csv(${file}, header = true)`;
+      return `read_csv(${file}, header = true${extra})`;
     case 'tsv':
-      return `read_csv(${file}, header = true, delim = '\t')`;
+      return `read_csv(${file}, header = true, delim = '\t'${extra})`;
     case 'jsonl':
-      return `read_json(${file}, format = 'newline_delimited')`;
+      return `read_json(${file}, format = 'newline_delimited'${extra})`;
+  }
+}
+
+/** The file's size and modification time; a missing file is the user's to fix, not a crash. */
+function statOf(path: string) {
+  try {
+    const stat = statSync(path);
+    if (!stat.isFile()) throw new LoadError(`${path}: not a file`);
+    return stat;
+  } catch (err) {
+    if (err instanceof LoadError) throw err;
+    throw new LoadError(`${path}: ${(err as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : String(err)}`);
   }
 }
 
 /**
  * Opens a file for loading with DuckDB (Parquet, CSV, TSV, JSON Lines) or Arrow JS (IPC). `vectors` names the
  * columns to load as vectors and their dimension: read as lists (JSON arrays, or CSV text such as `[0.1, 0.2]`),
- * they are cast to fixed-size float vectors.
+ * they become fixed-size float vectors.
  */
 export async function openFile(path: string, kind: FileKind, vectors: ReadonlyMap<string, number>): Promise<LoadFile> {
+  statOf(path);
   if (kind === 'arrow') return openArrowFile(path);
+  // DuckDB reads its path argument as a glob ('a[1].csv' is a1.csv): it gets a link of a plain name instead.
+  const linkDir = mkdtempSync(join(tmpdir(), 'strata-load-'));
+  const link = join(linkDir, `file${extname(path).toLowerCase()}`);
+  symlinkSync(resolve(path), link);
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
-  const source = reader(kind, path);
-  const columns = (await (await connection.run(`DESCRIBE SELECT * FROM ${source}`)).getRowObjects()).map((row) =>
-    String(row.column_name),
-  );
-  const select = columns
-    .map((name) => {
-      const dim = vectors.get(name);
-      return dim === undefined
-        ? quoteIdent(name)
-        : `CAST(CAST(${quoteIdent(name)} AS FLOAT[]) AS FLOAT[${dim}]) AS ${quoteIdent(name)}`;
-    })
-    .join(', ');
-  const query = `SELECT ${select} FROM ${source}`;
-  const totalRows =
-    kind === 'parquet'
-      ? Number((await (await connection.run(`SELECT count(*) AS n FROM ${source}`)).getRowObjects())[0]?.n)
-      : undefined;
-  const probe = await connection.run(`${query} LIMIT 0`);
-  const types = probe.columnTypes();
-  const schema = new arrow.Schema(
-    probe.columnNames().map((name, c) => new arrow.Field(name, arrowType(types[c] as DuckDBType), true)),
-  );
-  return {
-    schema,
-    totalRows,
-    groups: (groupRows) => duckdbGroups(connection, query, schema, groupRows),
-    close() {
-      connection.closeSync();
-      instance.closeSync();
-    },
+  const close = () => {
+    connection.closeSync();
+    instance.closeSync();
+    rmSync(linkDir, { recursive: true, force: true });
   };
+  /** DuckDB's message with the user's path, its first line only: the rest is the CSV sniffer's settings dump. */
+  const failure = (err: unknown) =>
+    new LoadError(
+      `${path}: ${String((err as Error).message ?? err)
+        .split('\n')[0]
+        ?.replaceAll(link, path)}`,
+    );
+  try {
+    // Rows in file order on every run, read in parallel all the same (DuckDB's default, stated so it stays).
+    await connection.run('SET preserve_insertion_order = true');
+    const source = reader(kind, link);
+    const described = await connection.run(`SELECT * FROM ${source} LIMIT 0`).catch((err: unknown) => {
+      throw failure(err);
+    });
+    const names = described.columnNames();
+    const fileTypes = described.columnTypes();
+    const fit = await decimalsFittingDouble(connection, source, names, fileTypes);
+    const reads = names.map((name, c) =>
+      columnRead(name, fileTypes[c] as DuckDBType, { vectorDim: vectors.get(name), decimalsFitDouble: fit.has(name) }),
+    );
+    const query = `SELECT ${reads.map((read, c) => `${read.sql} AS ${quoteIdent(names[c] as string)}`).join(', ')} FROM ${source}`;
+    const schema = new arrow.Schema(names.map((name, c) => new arrow.Field(name, (reads[c] as ColumnRead).type, true)));
+    const totalRows =
+      kind === 'parquet'
+        ? Number((await (await connection.run(`SELECT count(*) AS n FROM ${source}`)).getRowObjects())[0]?.n)
+        : undefined;
+    const file: FileColumns = { path, kind, link, names, fileTypes, vectors };
+    return {
+      schema,
+      totalRows,
+      notes: reads.flatMap((read, c) => (read.note === undefined ? [] : [`column "${names[c]}" ${read.note}`])),
+      groups: (groupRows) => duckdbGroups(connection, query, schema, groupRows, file, failure),
+      checkNotWidened: () => checkNotWidened(connection, file),
+      close,
+    };
+  } catch (err) {
+    close();
+    throw err;
+  }
+}
+
+/**
+ * The DECIMAL columns wider than a double's 15 digits whose values all have at most 15 significant digits (one
+ * scan of those columns; Parquet answers it from its statistics where it has them).
+ */
+async function decimalsFittingDouble(
+  connection: DuckDBConnection,
+  source: string,
+  names: readonly string[],
+  types: readonly DuckDBType[],
+): Promise<Set<string>> {
+  const wide = names.flatMap((name, c) => {
+    const type = types[c];
+    return type?.typeId === DuckDBTypeId.DECIMAL && type.width > DOUBLE_DIGITS ? [{ name, scale: type.scale }] : [];
+  });
+  if (wide.length === 0) return new Set();
+  const fits = wide.map(
+    ({ name, scale }) => `coalesce(max(abs(${quoteIdent(name)})) < 1e${DOUBLE_DIGITS - scale}, true)`,
+  );
+  const row = (await (await connection.run(`SELECT ${fits.join(', ')} FROM ${source}`)).getRows())[0] ?? [];
+  return new Set(wide.filter((_, k) => row[k] === true).map(({ name }) => name));
+}
+
+/** What a diagnosis needs to know of a file DuckDB reads. */
+interface FileColumns {
+  path: string;
+  kind: Exclude<FileKind, 'arrow'>;
+  link: string;
+  names: readonly string[];
+  fileTypes: readonly DuckDBType[];
+  vectors: ReadonlyMap<string, number>;
 }
 
 async function* duckdbGroups(
@@ -104,17 +176,159 @@ async function* duckdbGroups(
   query: string,
   schema: Schema,
   groupRows: number,
+  file: FileColumns,
+  failure: (err: unknown) => LoadError,
 ): AsyncGenerator<EncodedGroup> {
-  const result = await connection.stream(query);
-  const types = result.columnTypes();
-  const regroup = regrouper(groupRows, encoded);
-  for (;;) {
-    const chunk = await result.fetchChunk();
-    if (chunk === null || chunk.rowCount === 0) break;
-    yield* regroup.add(chunkToBatch(chunk, types, schema));
+  let start = 0;
+  const regroup = regrouper(groupRows, (batches, rows): EncodedGroup => {
+    const group = { ipc: encodeGroup(schema, batches, { file: file.path, start }), rows, start };
+    start += rows;
+    return group;
+  });
+  try {
+    const result = await connection.stream(query);
+    const types = result.columnTypes();
+    for (;;) {
+      const chunk = await result.fetchChunk();
+      if (chunk === null || chunk.rowCount === 0) break;
+      yield* regroup.add(chunkToBatch(chunk, types, schema));
+    }
+  } catch (err) {
+    if (err instanceof LoadError) throw err;
+    throw (await firstBadRow(connection, file, file.kind === 'csv' || file.kind === 'tsv')) ?? failure(err);
   }
   yield* regroup.rest();
 }
+
+/** DuckDB's type as the refusal of a value says it. */
+function typeName(type: string): string {
+  const names: Readonly<Record<string, string>> = {
+    BIGINT: 'a whole number',
+    DOUBLE: 'a number',
+    BOOLEAN: 'true or false',
+    DATE: 'a date',
+    TIME: 'a time of day',
+    TIMESTAMP: 'a timestamp',
+    'FLOAT[]': 'a list of numbers',
+  };
+  return names[type] ?? `a ${type} value`;
+}
+
+/** One column's check: the type its values must be, and the SQL that says whether one is. */
+interface Check {
+  column: string;
+  type: string;
+  /** True when the column's value is of the type (null is any type). */
+  fits: string;
+}
+
+/** A check that the column's values cast to `type`. */
+function castCheck(column: string, type: string): Check {
+  const value = quoteIdent(column);
+  // DuckDB casts '1.25' to the BIGINT 1: a whole number is one that casts to the same double.
+  const fits =
+    type === 'BIGINT'
+      ? `TRY_CAST(${value} AS BIGINT) = TRY_CAST(${value} AS DOUBLE)`
+      : `TRY_CAST(${value} AS ${type}) IS NOT NULL`;
+  return { column, type, fits };
+}
+
+/**
+ * The first row whose value in a checked column does not cast to the column's type, as an error naming the file
+ * row, the column and the value; undefined when every value casts. Rows come in file order (as the load reads
+ * them), so the count of rows before it is its place in the file.
+ */
+async function findBadRow(
+  connection: DuckDBConnection,
+  file: FileColumns,
+  checks: readonly Check[],
+  asText: boolean,
+  why: (check: Check, value: string) => string,
+): Promise<LoadError | undefined> {
+  if (checks.length === 0) return undefined;
+  const source = reader(file.kind, file.link, asText ? ', all_varchar = true' : '');
+  const bad = checks
+    .map((check, k) => `WHEN ${quoteIdent(check.column)} IS NOT NULL AND NOT coalesce(${check.fits}, false) THEN ${k}`)
+    .join(' ');
+  const result = await connection.stream(`SELECT CASE ${bad} END AS bad FROM ${source}`);
+  let row = 0;
+  for (;;) {
+    const chunk = await result.fetchChunk();
+    if (chunk === null || chunk.rowCount === 0) return undefined;
+    const flags = chunk.getColumnValues(0);
+    const at = flags.findIndex((flag) => flag !== null);
+    if (at >= 0) {
+      const check = checks[Number(flags[at])] as Check;
+      const value = await connection.run(
+        `SELECT CAST(${quoteIdent(check.column)} AS VARCHAR) AS v FROM ${source} LIMIT 1 OFFSET ${row + at}`,
+      );
+      const text = String((await value.getRowObjects())[0]?.v);
+      return new LoadError(`${file.path}: row ${row + at + 1}, column "${check.column}": ${why(check, text)}`);
+    }
+    row += chunk.rowCount;
+  }
+}
+
+/**
+ * Why a read failed, as the row that failed it: a CSV value that is not of its column's detected type, or a
+ * vector column's value that is not a list of numbers. Undefined when no row is at fault.
+ */
+function firstBadRow(connection: DuckDBConnection, file: FileColumns, csv: boolean): Promise<LoadError | undefined> {
+  const checks = file.names.flatMap((column, c): Check[] => {
+    if (file.vectors.has(column)) return [castCheck(column, 'FLOAT[]')];
+    const type = file.fileTypes[c];
+    return csv && type !== undefined && type.typeId !== DuckDBTypeId.VARCHAR
+      ? [castCheck(column, type.toString())]
+      : [];
+  });
+  return findBadRow(connection, file, checks, csv, (check, value) =>
+    check.type === 'FLOAT[]'
+      ? `${quoted(value)} is not a list of numbers (a vector)`
+      : `${quoted(value)} is not ${typeName(check.type)}, as the column's first rows are (${check.type})`,
+  ).catch(() => undefined);
+}
+
+/** Types a text column of a CSV or JSON file might be but for a few rows, the narrowest first. */
+const NARROWER = ['BIGINT', 'DOUBLE', 'DATE', 'TIMESTAMP', 'BOOLEAN'];
+
+/** At most this share of a column's values may be the odd ones out for it to count as widened by them. */
+const ODD_SHARE = 0.01;
+
+async function checkNotWidened(connection: DuckDBConnection, file: FileColumns): Promise<void> {
+  if (file.kind === 'parquet') return;
+  const text = file.names.filter(
+    (name, c) => file.fileTypes[c]?.typeId === DuckDBTypeId.VARCHAR && !file.vectors.has(name),
+  );
+  if (text.length === 0) return;
+  const counts = text.flatMap((name) => [
+    `count(${quoteIdent(name)})`,
+    ...NARROWER.map((type) => `count(*) FILTER (WHERE ${castCheck(name, type).fits})`),
+  ]);
+  const row = (
+    await (await connection.run(`SELECT ${counts.join(', ')} FROM ${reader(file.kind, file.link)}`)).getRows()
+  )[0];
+  const widened = text.flatMap((column, t): (Check & { others: number })[] => {
+    const values = Number(row?.[t * (NARROWER.length + 1)]);
+    for (const [k, type] of NARROWER.entries()) {
+      const fit = Number(row?.[t * (NARROWER.length + 1) + 1 + k]);
+      const odd = values - fit;
+      if (odd > 0 && fit > 0 && odd <= Math.max(1, Math.floor(values * ODD_SHARE)))
+        return [{ ...castCheck(column, type), others: fit }];
+    }
+    return [];
+  });
+  const refusal = await findBadRow(connection, file, widened, false, (check, value) => {
+    const others = widened.find((w) => w.column === check.column)?.others ?? 0;
+    return (
+      `${quoted(value)} is not ${typeName(check.type)}, as its other ${others.toLocaleString('en-US')} values are. ` +
+      '--create will not make the column text for a few odd rows: correct the row, or create the table with ' +
+      `"${check.column}" as utf8 first and load without --create`
+    );
+  });
+  if (refusal !== undefined) throw refusal;
+}
+
+const quoted = (value: string) => JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
 
 function openArrowFile(path: string): LoadFile {
   const reader = arrow.RecordBatchReader.from(readFileSync(path));
@@ -122,11 +336,19 @@ function openArrowFile(path: string): LoadFile {
   return {
     schema: table.schema,
     totalRows: table.numRows,
+    notes: [],
     async *groups(groupRows) {
-      const regroup = regrouper(groupRows, encoded);
+      let start = 0;
+      // The file's batches are the same on every run, so their encoding is too.
+      const regroup = regrouper(groupRows, (batches, rows): EncodedGroup => {
+        const group = { ipc: arrow.tableToIPC(new arrow.Table(batches), 'stream'), rows, start };
+        start += rows;
+        return group;
+      });
       for (const batch of table.batches) yield* regroup.add(batch);
       yield* regroup.rest();
     },
+    checkNotWidened: async () => undefined,
     close: () => undefined,
   };
 }
@@ -162,49 +384,13 @@ export function regrouper<T>(groupRows: number, make: (batches: RecordBatch[], r
   };
 }
 
-/** A group of rows as one IPC stream, as `strata load` sends it. */
-const encoded = (batches: RecordBatch[], rows: number): EncodedGroup => ({
-  ipc: arrow.tableToIPC(new arrow.Table(batches), 'stream'),
-  rows,
-});
-
 /**
- * The idempotency key prefix of a file's load into a table: the same file (by path, size and modification time),
- * table and group size give the same keys, so a load run again skips the groups that already landed.
+ * The idempotency key prefix of a file's load into a table: the same file (by path, size and modification time)
+ * into the same table gives the same prefix, whatever the settings; each request's key adds the file row its
+ * rows start at (load.ts), so a key names the rows it carries.
  */
-export function loadKeyPrefix(path: string, database: string, table: string, groupRows: number): string {
-  const stat = statSync(path);
-  const identity = JSON.stringify([resolve(path), stat.size, stat.mtimeMs, database, table, groupRows]);
+export function loadKeyPrefix(path: string, database: string, table: string): string {
+  const stat = statOf(path);
+  const identity = JSON.stringify([resolve(path), stat.size, stat.mtimeMs, database, table]);
   return `load-${createHash('sha256').update(identity).digest('hex').slice(0, 32)}`;
-}
-
-/** The service's spelling of a column type, for `--create` (docs/api.md, Tables); undefined when it has none. */
-export function serviceType(field: Field): { type: string; dim?: number; item?: string } | undefined {
-  const t = field.type;
-  switch (t.typeId) {
-    case Type.Int:
-      return { type: `${t.isSigned ? 'i' : 'u'}${t.bitWidth}` };
-    case Type.Float:
-      return { type: ['f16', 'f32', 'f64'][t.precision] ?? 'f64' };
-    case Type.Utf8:
-      return { type: 'utf8' };
-    case Type.LargeUtf8:
-      return { type: 'large_utf8' };
-    case Type.Bool:
-      return { type: 'bool' };
-    case Type.Binary:
-      return { type: 'binary' };
-    case Type.Date:
-      return { type: 'date32' };
-    case Type.Timestamp:
-      return { type: ['timestamp_s', 'timestamp_ms', 'timestamp_us', 'timestamp_ns'][t.unit] ?? 'timestamp_us' };
-    case Type.FixedSizeList:
-      return { type: 'vector', dim: t.listSize };
-    case Type.List: {
-      const item = serviceType(t.children[0]);
-      return item === undefined ? undefined : { type: 'list', item: item.type };
-    }
-    default:
-      return undefined;
-  }
 }

@@ -1,0 +1,246 @@
+import { type Database, StrataError, type StrataTable } from '@strata/client';
+import { arrow } from '../arrow/arrow.js';
+import { clientOf, type Parsed, parse, required, texts, urlOf, wholeNumber } from './args.js';
+import { fieldSpecs } from './column-types.js';
+import { LoadError, UsageError } from './errors.js';
+import { type EncodedGroup, type FileKind, kindOf, type LoadFile, loadKeyPrefix, openFile } from './files.js';
+import { type LoadRecord, readRecord, recordPath, writeRecord } from './load-record.js';
+import { Progress } from './progress.js';
+
+const DEFAULT_BATCH_ROWS = 10_000;
+/** Three requests in flight: one committing while two are read and checked (docs/performance.md, Loading files). */
+const DEFAULT_CONCURRENCY = 3;
+
+/** Exit code of a load stopped by Ctrl-C (128 + SIGINT), as shells report it. */
+const INTERRUPTED = 130;
+
+/** Parses `COL:METRIC` declarations of `--vector`. */
+function vectorDeclarations(values: string[]): { column: string; metric: string }[] {
+  return values.map((value) => {
+    const at = value.lastIndexOf(':');
+    if (at <= 0)
+      throw new UsageError(`--vector takes COLUMN:METRIC (cosine, l2sq (l2) or negdot (dot)), got "${value}"`);
+    return { column: value.slice(0, at), metric: value.slice(at + 1) };
+  });
+}
+
+/**
+ * The vector columns of the target table, and their dimensions, so that list columns load as vectors: the table's
+ * own when it exists (a run again of a `--create` load encodes its rows as the first run did), else those declared.
+ */
+async function vectorColumns(
+  db: Database,
+  table: string,
+  create: boolean,
+  declared: { column: string }[],
+  path: string,
+  kind: FileKind,
+): Promise<Map<string, number>> {
+  const columns = await db
+    .table(table)
+    .schema()
+    .catch((err: unknown) => {
+      if (create && err instanceof StrataError && err.code === 'unknown_table') return undefined;
+      throw err;
+    });
+  if (columns !== undefined) {
+    return new Map(
+      columns.flatMap((c) => (c.type === 'vector' && c.dim !== undefined ? [[c.name, c.dim] as const] : [])),
+    );
+  }
+  if (declared.length === 0) return new Map();
+  // The dimension of each declared column, from the file's first row.
+  const probe = await openFile(path, kind, new Map());
+  try {
+    const dims = new Map<string, number>();
+    for await (const group of probe.groups(1)) {
+      const row = arrow.tableFromIPC(group.ipc);
+      for (const { column } of declared) {
+        if (row.getChild(column) === null) throw new LoadError(`--vector ${column}: ${path} has no such column`);
+        const value = row.getChild(column)?.get(0) as { length: number } | string | null | undefined;
+        const length = typeof value === 'string' ? (JSON.parse(value) as unknown[]).length : value?.length;
+        if (length === undefined)
+          throw new LoadError(`--vector ${column}: the first row of ${path} has no value in it`);
+        dims.set(column, length);
+      }
+      break;
+    }
+    return dims;
+  } finally {
+    probe.close();
+  }
+}
+
+/** A file's load: where it goes, under which keys, in groups of how many rows. */
+interface Plan {
+  path: string;
+  kind: FileKind;
+  keyPrefix: string;
+  record: string;
+  batchRows: number;
+}
+
+/**
+ * Each file's load plan. A file loaded into this table before (by this machine's record) keeps the --batch-rows its
+ * first run used: other groups would carry other rows under the keys of the ones that landed.
+ */
+function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: string, table: string): Plan[] {
+  const given = parsed.values['batch-rows'] === undefined ? undefined : wholeNumber(parsed, 'batch-rows', 0);
+  return files.map((path, i) => {
+    const keyPrefix = loadKeyPrefix(path, database, table);
+    const record = recordPath(urlOf(parsed), keyPrefix);
+    const earlier = readRecord(record)?.batchRows;
+    if (given !== undefined && earlier !== undefined && given !== earlier) {
+      throw new LoadError(
+        `${path} was loaded into ${database}.${table} with --batch-rows ${earlier} before (${record}). A load run ` +
+          `again skips what landed only when it groups the rows the same way: run it with --batch-rows ${earlier}, ` +
+          'or without --batch-rows. Nothing was sent.',
+      );
+    }
+    return { path, kind: kinds[i] as FileKind, keyPrefix, record, batchRows: given ?? earlier ?? DEFAULT_BATCH_ROWS };
+  });
+}
+
+/** What Ctrl-C asked for: stop sending; a second Ctrl-C quits at once. */
+class Interrupt {
+  stopping = false;
+  private readonly onSignal = () => {
+    if (this.stopping) process.exit(INTERRUPTED);
+    this.stopping = true;
+    process.stderr.write(
+      '\nstopping: waiting for the requests in flight to be answered (Ctrl-C again quits at once)\n',
+    );
+  };
+
+  constructor() {
+    process.on('SIGINT', this.onSignal);
+  }
+
+  dispose(): void {
+    process.off('SIGINT', this.onSignal);
+  }
+}
+
+export async function load(args: string[]): Promise<number> {
+  const parsed = parse(args, {
+    create: { type: 'boolean' },
+    fts: { type: 'string', multiple: true },
+    vector: { type: 'string', multiple: true },
+    'batch-rows': { type: 'string' },
+    concurrency: { type: 'string' },
+  });
+  const database = required(parsed, 'database');
+  const tableName = required(parsed, 'table');
+  const files = parsed.positionals;
+  if (files.length === 0) throw new UsageError('load needs at least one file');
+  const kinds = files.map((file) => {
+    const kind = kindOf(file);
+    if (kind === undefined) throw new UsageError(`${file}: not a .parquet, .csv, .tsv, .jsonl or .arrow file`);
+    return kind;
+  });
+  const concurrency = wholeNumber(parsed, 'concurrency', DEFAULT_CONCURRENCY);
+  const create = parsed.values.create === true;
+  const declared = vectorDeclarations(texts(parsed, 'vector'));
+  const db = clientOf(parsed).database(database);
+  const planned = plans(parsed, files, kinds, database, tableName);
+  const vectors = await vectorColumns(db, tableName, create, declared, files[0] as string, kinds[0] as FileKind);
+
+  const opened: LoadFile[] = [];
+  const interrupt = new Interrupt();
+  try {
+    for (const plan of planned) opened.push(await openFile(plan.path, plan.kind, vectors));
+    if (create) {
+      const first = opened[0] as LoadFile;
+      await first.checkNotWidened();
+      for (const note of first.notes) process.stderr.write(`note: ${note}\n`);
+      await db
+        .createTable(tableName, fieldSpecs(first.schema), { fts: texts(parsed, 'fts'), vector: declared })
+        .catch((err: unknown) => {
+          // Run again after an interrupted load: the table is there already.
+          if (!(err instanceof StrataError && err.code === 'table_exists')) throw err;
+        });
+    }
+    const total = opened.every((f) => f.totalRows !== undefined)
+      ? opened.reduce((n, f) => n + (f.totalRows ?? 0), 0)
+      : undefined;
+    const progress = new Progress(total);
+    const table = db.table(tableName);
+    for (const [i, plan] of planned.entries()) {
+      const record: LoadRecord = {
+        file: plan.path,
+        url: urlOf(parsed),
+        database,
+        table: tableName,
+        batchRows: plan.batchRows,
+        startedMs: Date.now(),
+      };
+      if (readRecord(plan.record) === undefined && !writeRecord(plan.record, record)) {
+        process.stderr.write(`note: could not write ${plan.record}; a run again must repeat --batch-rows\n`);
+      }
+      const done = await sendFile(table, opened[i] as LoadFile, plan, concurrency, progress, interrupt);
+      if (!done) {
+        progress.interrupted();
+        return INTERRUPTED;
+      }
+    }
+    progress.finish();
+    return 0;
+  } finally {
+    interrupt.dispose();
+    for (const file of opened) file.close();
+  }
+}
+
+/** One group as a request of its own, under a key naming the file row it starts at. */
+async function sendGroup(table: StrataTable, plan: Plan, group: EncodedGroup): Promise<boolean> {
+  async function* one() {
+    yield group;
+  }
+  // The client adds the request's number (-0) to the prefix: the key is then `<prefix>-<first row>-0`.
+  const report = await table.append(one(), { keyPrefix: `${plan.keyPrefix}-${group.start}`, concurrency: 1 });
+  return report.replayed > 0;
+}
+
+/** What the service's refusal of a re-sent group means to the user of the CLI. */
+function refusal(err: unknown, plan: Plan, table: StrataTable): unknown {
+  if (!(err instanceof StrataError && err.code === 'idempotency_key_reused')) return err;
+  return new LoadError(
+    `an earlier load of ${plan.path} into ${table.database}.${table.name} sent its rows in groups of another size ` +
+      `(--batch-rows; ${plan.batchRows} now), and this machine has no record of which: run it again with the ` +
+      '--batch-rows that load used. Nothing was sent twice.',
+  );
+}
+
+/**
+ * Sends a file's groups, `concurrency` at a time, the first one alone: no other group is ever sent before the
+ * first landed, so a run with another --batch-rows meets the first group's key and is refused before it sends
+ * anything that could overlap rows that landed. False when Ctrl-C stopped it.
+ */
+async function sendFile(
+  table: StrataTable,
+  file: LoadFile,
+  plan: Plan,
+  concurrency: number,
+  progress: Progress,
+  interrupt: Interrupt,
+): Promise<boolean> {
+  const inFlight = new Set<Promise<void>>();
+  let failed: unknown;
+  let first = true;
+  for await (const group of file.groups(plan.batchRows)) {
+    if (interrupt.stopping || failed !== undefined) break;
+    const sending = sendGroup(table, plan, group).then(
+      (replayed) => progress.landed(group.rows, group.ipc.length, replayed),
+      (err: unknown) => {
+        failed ??= refusal(err, plan, table);
+      },
+    );
+    const tracked = sending.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    if (first || inFlight.size >= concurrency) await Promise.race(inFlight);
+    first = false;
+  }
+  await Promise.all(inFlight);
+  if (failed !== undefined) throw failed;
+  return !interrupt.stopping;
+}

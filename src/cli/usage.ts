@@ -1,0 +1,88 @@
+/** The usage of each `strata` command: printed by `strata CMD --help`, and with any usage error of CMD. */
+
+const CLIENT_OPTIONS = `options of every client command:
+  --url URL          the service (STRATA_URL, default http://127.0.0.1:8080)
+  --api-key KEY      its API key (STRATA_API_KEY)
+  --format F         table, json, csv or arrow (a table on a terminal, JSON lines otherwise)
+  --help             this command's usage`;
+
+export const USAGES: Readonly<Record<string, string>> = {
+  serve: `strata serve [--host H] [--port P] [--data-dir DIR] [--OPTION VALUE]...
+  serve the API. Every STRATA_* variable of the README's Configuration table is also a flag, spelled in lower
+  case with dashes and without STRATA_ (STRATA_DATA_DIR is --data-dir, STRATA_SQL_TIMEOUT_MS is --sql-timeout-ms);
+  a flag wins over its variable.
+  --host H           address to listen on (127.0.0.1)
+  --port P           port to listen on (8080)
+  --data-dir DIR     control store and local-folder buckets (./data)
+  --control-url URL  sqlite:/path or postgres://USER:PASSWORD@HOST:PORT/DB (embedded SQLite)
+  --log-level L      pino log level (info)`,
+  keys: `strata keys create --account NAME [--data-dir DIR]    issue a key; prints it once on a line of its own
+strata keys list [--data-dir DIR]                     list keys (ids, accounts, states; never secrets)
+strata keys revoke ID [--data-dir DIR]                revoke a key at once
+  --data-dir DIR and --control-url URL pick the control store, as for strata serve`,
+  load: `strata load FILE... --database DB --table T [--create] [--fts COL]... [--vector COL:METRIC]...
+                  [--batch-rows N] [--concurrency N]
+  load Parquet, CSV, TSV, JSON Lines (.jsonl, .ndjson) or Arrow IPC (.arrow, .arrows, .ipc) files; a FILE is a
+  path, never a pattern. Run the same command again after an interruption: it resumes, and every row lands
+  exactly once.
+  --database DB        the database
+  --table T            the table
+  --create             create the table from the first file's columns (it may exist already)
+  --fts COL            with --create: a full-text index on COL (repeatable)
+  --vector COL:METRIC  load COL as a vector; with --create, index it with METRIC: cosine, l2sq (l2) or
+                       negdot (dot) (repeatable)
+  --batch-rows N       rows per request (10000); a resumed load keeps the value its first run used
+  --concurrency N      requests in flight at once (3)`,
+  sql: `strata sql --database DB "SELECT ..."
+  run one read-only SQL statement over the database's tables
+  --database DB      the database`,
+  search: `strata search --database DB --table T [--text Q --text-field F] [--vector JSON --vector-field F]
+                    [-k N] [--filter P] [--operator or|and]
+  full-text (BM25), vector, or hybrid search (both, fused by reciprocal rank)
+  --database DB      the database
+  --table T          the table
+  --text Q           the text query, with --text-field F: the indexed text column
+  --vector JSON      the query vector as a JSON array, with --vector-field F: the indexed vector column
+  -k N               rows to return (10)
+  --filter P         a predicate the rows must match, e.g. "price < 10"
+  --operator OP      how the text query's tokens combine: or (default) or and`,
+  count: `strata count --database DB --table T --field F [--operator or|and] QUERY
+  count the rows whose full-text indexed column F matches QUERY
+  --database DB      the database
+  --table T          the table
+  --field F          the indexed text column
+  --operator OP      how the query's tokens combine: or (default) or and`,
+  databases: `strata databases list
+strata databases create NAME [--bucket B] [--prefix P]   register a database on a local folder (bucket NAME)
+strata databases verify NAME                            prove the storage grant; the database becomes active
+strata databases delete NAME [--purge]                  unregister it; --purge also deletes its tables' files`,
+  tables: `strata tables list --database DB
+strata tables schema T --database DB                    its columns and index declarations
+strata tables drop T --database DB [--purge]            drop it; --purge also deletes its files`,
+};
+
+/** The usage of one command, with the client options where they apply. */
+export function usageOf(command: string): string {
+  const own = USAGES[command];
+  if (own === undefined) return allUsage();
+  const client = command !== 'serve' && command !== 'keys';
+  return `usage:\n${indent(own)}${client ? `\n${CLIENT_OPTIONS}` : ''}\n`;
+}
+
+/** Every command's first lines: what a bare `strata` prints. */
+export function allUsage(): string {
+  const lines = Object.values(USAGES).flatMap((usage) => usage.split('\n').filter((line) => line.startsWith('strata')));
+  return `usage:\n${indent(lines.join('\n'))}\n${CLIENT_OPTIONS}\n\`strata COMMAND --help\` says more about one command.\n`;
+}
+
+const indent = (text: string) =>
+  text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+
+/** Whether a command's arguments ask for its usage (before `--`, where `--help` is an argument). */
+export function wantsHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end < 0 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
