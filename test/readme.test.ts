@@ -15,9 +15,9 @@ const KEY = `sk_${'r'.repeat(43)}`;
 const SKIP = /<!-- readme-test: skip \([^)]*\) -->\s*$/;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'strata-readme-'));
-let child: ChildProcess | undefined;
+const children: ChildProcess[] = [];
 afterAll(() => {
-  child?.kill('SIGKILL');
+  for (const child of children) child.kill('SIGKILL');
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -39,12 +39,13 @@ function walkThrough(markdown: string): Block[] {
 }
 
 /** `strata serve` as its own process, as `npm start` runs it, with a key the walk-through can use. */
-async function serve(): Promise<string> {
+async function serve(data = dataDir): Promise<string> {
   const port = await freePort();
-  child = spawn(process.execPath, [CLI, 'serve', '--data-dir', dataDir, '--port', String(port)], {
+  const child = spawn(process.execPath, [CLI, 'serve', '--data-dir', data, '--port', String(port)], {
     env: { ...process.env, STRATA_BOOTSTRAP_KEY: KEY, STRATA_LOG_LEVEL: 'warn' },
     stdio: 'ignore',
   });
+  children.push(child);
   const url = `http://127.0.0.1:${port}`;
   const up = async () => (await fetch(`${url}/healthz`).catch(() => undefined))?.ok === true;
   for (let i = 0; i < 400; i++) {
@@ -107,4 +108,40 @@ test("the README's walk-through runs top to bottom against a fresh server, every
   expect(statuses.at(-1)).toMatch(/^200 DELETE .*\/v1\/databases\/shop\?purge=true$/);
   const api = client(url, `Bearer ${KEY}`);
   expect((await api.get<{ databases: unknown[] }>('/v1/databases')).json.databases).toEqual([]);
+}, 120_000);
+
+/** The ```sh block of the README's "From the shell" section. */
+function shellBlock(markdown: string): string {
+  const start = markdown.indexOf('\n## From the shell\n');
+  if (start < 0) throw new Error('README has no "## From the shell" section');
+  const block = /```sh\n([\s\S]*?)```/.exec(markdown.slice(start));
+  if (block === null) throw new Error('"From the shell" has no ```sh block');
+  return block[1] as string;
+}
+
+test("the README's shell block runs as written from the repository, against a fresh server", async () => {
+  const block = shellBlock(README);
+  expect(block).toMatch(/^export STRATA_URL=http:\/\/127\.0\.0\.1:8080 STRATA_API_KEY=sk_\.\.\.$/m);
+
+  const url = await serve(join(dataDir, 'shell'));
+  // `npx strata` is this checkout's CLI; the block's own export points it at this server.
+  const preamble = ['set -euo pipefail', `npx() { [ "$1" = strata ] && shift; node ${CLI} "$@"; }`];
+  const path = join(dataDir, 'shell.sh');
+  writeFileSync(
+    path,
+    [...preamble, block.replace(/^export .*$/m, `export STRATA_URL=${url} STRATA_API_KEY=${KEY}`)].join('\n'),
+  );
+  const done = await run('bash', [path], {
+    cwd: join(import.meta.dirname, '..'),
+    env: { ...process.env, XDG_STATE_HOME: join(dataDir, 'state') },
+    timeout: 90_000,
+  }).catch((err: { code: number; stdout: string; stderr: string }) => err);
+
+  expect(done, `shell block failed:\n${done.stderr}\n${done.stdout}`).not.toHaveProperty('code');
+  expect(done.stderr).toMatch(/loaded 12 rows/);
+  const lines = done.stdout.trim().split('\n');
+  expect(lines).toContain('{"count_star()":12}');
+  expect(lines.filter((line) => line.includes('"title":"The Lance format"'))).toHaveLength(1);
+  expect(lines).toContain('{"table_name":"articles","num_rows":12}');
+  expect(lines).toContainEqual(expect.stringMatching(/^\{"name":"body","type":"utf8".*"kind":"fts"/));
 }, 120_000);
