@@ -60,15 +60,30 @@ export async function runClientCommand(command: string, args: string[]): Promise
   }
 }
 
-/** The index declarations of a column in a schema reply (`/v1/schema` adds them beside each column). */
-function indexesOf(column: Record<string, unknown>): string | undefined {
-  const indexes = column.indexes;
-  if (!Array.isArray(indexes)) return undefined;
-  return indexes
-    .map((index: Record<string, unknown>) =>
-      index.kind === 'fts' ? `fts (${String(index.analyzer)})` : `${String(index.kind)} (${String(index.metric)})`,
-    )
-    .join(', ');
+type Json = Record<string, unknown>;
+
+/**
+ * A schema reply's columns, each with its index declarations in words ("fts (ascii_lower)", "vector (cosine)"):
+ * beside each column as `/v1/schema` gives them, or from a table-wide `indexes` of create_table's shape.
+ */
+function describedColumns(reply: unknown): Json[] {
+  const whole = (Array.isArray(reply) ? { columns: reply } : (reply as Json)) ?? {};
+  const columns = (whole.columns ?? whole.schema ?? []) as Json[];
+  const tableWide = (whole.indexes ?? {}) as { fts?: (string | Json)[]; vector?: Json[] };
+  return columns.map((column) => {
+    const own = Array.isArray(column.indexes) ? (column.indexes as Json[]) : [];
+    const fts = (tableWide.fts ?? []).filter((f) => (typeof f === 'string' ? f : f.column) === column.name);
+    const vector = (tableWide.vector ?? []).filter((v) => v.column === column.name);
+    const words = [
+      ...own.map((index) =>
+        index.kind === 'fts' ? `fts (${String(index.analyzer)})` : `${String(index.kind)} (${String(index.metric)})`,
+      ),
+      ...fts.map((f) => `fts (${typeof f === 'string' ? 'ascii_lower' : String(f.analyzer ?? 'ascii_lower')})`),
+      ...vector.map((v) => `vector (${String(v.metric)})`),
+    ];
+    const { indexes: _, ...rest } = column;
+    return words.length === 0 ? rest : { ...rest, indexes: words.join(', ') };
+  });
 }
 
 const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = {
@@ -162,13 +177,9 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     }
     if (verb === 'schema' && name !== undefined) {
       const format = listFormatOf(parsed);
-      const columns = (await clientOf(parsed).database(required(parsed, 'database')).table(name).schema()) as object[];
-      const rows = columns.map((column) => {
-        const { indexes: _, ...rest } = column as Record<string, unknown>;
-        const indexes = indexesOf(column as Record<string, unknown>);
-        // JSON keeps the service's own form of the declarations; a table or CSV cell says them in words.
-        return format === 'json' ? column : { ...rest, ...(indexes === undefined ? {} : { indexes }) };
-      });
+      const reply: unknown = await clientOf(parsed).database(required(parsed, 'database')).table(name).schema();
+      // JSON keeps the service's own form of the declarations; a table or CSV cell says them in words.
+      const rows = format === 'json' && Array.isArray(reply) ? (reply as Json[]) : describedColumns(reply);
       process.stdout.write(renderList(rows, ['name', 'type', 'nullable', 'dim', 'item', 'indexes'], format));
       return 0;
     }

@@ -94,7 +94,7 @@ function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: str
       throw new LoadError(
         `${path} was loaded into ${database}.${table} with --batch-rows ${earlier} before (${record}). A load run ` +
           `again skips what landed only when it groups the rows the same way: run it with --batch-rows ${earlier}, ` +
-          'or without --batch-rows. Nothing was sent.',
+          'or without --batch-rows. Nothing was sent. (If that table was dropped since, delete the record.)',
       );
     }
     return { path, kind: kinds[i] as FileKind, keyPrefix, record, batchRows: given ?? earlier ?? DEFAULT_BATCH_ROWS };
@@ -174,10 +174,13 @@ export async function load(args: string[]): Promise<number> {
         batchRows: plan.batchRows,
         startedMs: Date.now(),
       };
-      if (readRecord(plan.record) === undefined && !writeRecord(plan.record, record)) {
-        process.stderr.write(`note: could not write ${plan.record}; a run again must repeat --batch-rows\n`);
-      }
-      const done = await sendFile(table, opened[i] as LoadFile, plan, concurrency, progress, interrupt);
+      // Recorded once the first group landed: a load refused at its first group left nothing to resume.
+      const remember = () => {
+        if (readRecord(plan.record) === undefined && !writeRecord(plan.record, record)) {
+          process.stderr.write(`note: could not write ${plan.record}; a run again must repeat --batch-rows\n`);
+        }
+      };
+      const done = await sendFile(table, opened[i] as LoadFile, plan, { concurrency, progress, interrupt, remember });
       if (!done) {
         progress.interrupted();
         return INTERRUPTED;
@@ -220,17 +223,19 @@ async function sendFile(
   table: StrataTable,
   file: LoadFile,
   plan: Plan,
-  concurrency: number,
-  progress: Progress,
-  interrupt: Interrupt,
+  how: { concurrency: number; progress: Progress; interrupt: Interrupt; remember: () => void },
 ): Promise<boolean> {
+  const { concurrency, progress, interrupt } = how;
   const inFlight = new Set<Promise<void>>();
   let failed: unknown;
   let first = true;
   for await (const group of file.groups(plan.batchRows)) {
     if (interrupt.stopping || failed !== undefined) break;
     const sending = sendGroup(table, plan, group).then(
-      (replayed) => progress.landed(group.rows, group.ipc.length, replayed),
+      (replayed) => {
+        if (group.start === 0) how.remember();
+        progress.landed(group.rows, group.ipc.length, replayed);
+      },
       (err: unknown) => {
         failed ??= refusal(err, plan, table);
       },
