@@ -271,6 +271,18 @@ describe('bad rows are refused with the row, the column and the value', () => {
     expect(refused.stderr).not.toMatch(/sniff|Possible solutions|usage:|SELECT|CAST/i);
   }, 60_000);
 
+  test('a CSV row of another width is refused with its line, not loaded as one column of text', async () => {
+    writeFileSync(file('wide-row.csv'), 'id,name\n1,a\n2,b,extra\n3,c\n');
+
+    const refused = await load(file('wide-row.csv'), 'wide_row');
+
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(
+      /wide-row\.csv: line 3: Expected Number of Columns: 2 Found: 3 \(the line: "2,b,extra"\)/,
+    );
+    expect(await tableExists('wide_row')).toBe(false);
+  }, 60_000);
+
   test('a vector of the wrong length, and one that is not a list of numbers', async () => {
     writeFileSync(
       file('vectors.jsonl'),

@@ -98,20 +98,24 @@ export async function openFile(path: string, kind: FileKind, vectors: ReadonlyMa
     instance.closeSync();
     rmSync(linkDir, { recursive: true, force: true });
   };
-  /** DuckDB's message with the user's path, its first line only: the rest is the CSV sniffer's settings dump. */
-  const failure = (err: unknown) =>
-    new LoadError(
-      `${path}: ${String((err as Error).message ?? err)
-        .split('\n')[0]
-        ?.replaceAll(link, path)}`,
-    );
+  const failure = (err: unknown) => duckdbFailure(path, link, err);
   try {
     // Rows in file order on every run, read in parallel all the same (DuckDB's default, stated so it stays).
     await connection.run('SET preserve_insertion_order = true');
-    const source = reader(kind, link);
-    const described = await connection.run(`SELECT * FROM ${source} LIMIT 0`).catch((err: unknown) => {
-      throw failure(err);
-    });
+    const describe = (options: string) =>
+      connection.run(`SELECT * FROM ${reader(kind, link, options)} LIMIT 0`).catch((err: unknown) => {
+        throw failure(err);
+      });
+    let options = '';
+    let described = await describe(options);
+    // A comma-separated file with a row of another width is sniffed as one column of whole lines: read it with
+    // its commas, so that the row is refused rather than loaded as text.
+    if (kind === 'csv' && described.columnCount === 1 && described.columnName(0).includes(',')) {
+      options = ", delim = ','";
+      // The columns from the rows of the header's width; reading the rest refuses the others, by line.
+      described = await describe(`${options}, ignore_errors = true`);
+    }
+    const source = reader(kind, link, options);
     const names = described.columnNames();
     const fileTypes = described.columnTypes();
     const fit = await decimalsFittingDouble(connection, source, names, fileTypes);
@@ -124,12 +128,12 @@ export async function openFile(path: string, kind: FileKind, vectors: ReadonlyMa
       kind === 'parquet'
         ? Number((await (await connection.run(`SELECT count(*) AS n FROM ${source}`)).getRowObjects())[0]?.n)
         : undefined;
-    const file: FileColumns = { path, kind, link, names, fileTypes, vectors };
+    const file: FileColumns = { path, kind, link, options, names, fileTypes, vectors };
     return {
       schema,
       totalRows,
       notes: reads.flatMap((read, c) => (read.note === undefined ? [] : [`column "${names[c]}" ${read.note}`])),
-      groups: (groupRows) => duckdbGroups(connection, query, schema, groupRows, file, failure),
+      groups: (groupRows) => duckdbGroups(connection, query, schema, groupRows, file),
       checkNotWidened: () => checkNotWidened(connection, file),
       close,
     };
@@ -161,11 +165,33 @@ async function decimalsFittingDouble(
   return new Set(wide.filter((_, k) => row[k] === true).map(({ name }) => name));
 }
 
+/** DuckDB's message with the user's path, its first line only: the rest is the CSV sniffer's settings dump. */
+function duckdbFailure(path: string, link: string, err: unknown): LoadError {
+  const message = String(err instanceof Error ? err.message : err);
+  return new LoadError(`${path}: ${message.split('\n')[0]?.replaceAll(link, path)}`);
+}
+
+/**
+ * Why reading a file failed, said as its row: a value not of its column's type, a vector that is not a list of
+ * numbers, a CSV line DuckDB refuses; else DuckDB's own first line.
+ */
+async function readFailure(connection: DuckDBConnection, file: FileColumns, err: unknown): Promise<LoadError> {
+  if (err instanceof LoadError) return err;
+  const csv = file.kind === 'csv' || file.kind === 'tsv';
+  return (
+    (await firstBadRow(connection, file, csv)) ??
+    (csv ? await csvRejected(connection, file) : undefined) ??
+    duckdbFailure(file.path, file.link, err)
+  );
+}
+
 /** What a diagnosis needs to know of a file DuckDB reads. */
 interface FileColumns {
   path: string;
   kind: Exclude<FileKind, 'arrow'>;
   link: string;
+  /** Reader options beyond the kind's own (see openFile). */
+  options: string;
   names: readonly string[];
   fileTypes: readonly DuckDBType[];
   vectors: ReadonlyMap<string, number>;
@@ -177,7 +203,6 @@ async function* duckdbGroups(
   schema: Schema,
   groupRows: number,
   file: FileColumns,
-  failure: (err: unknown) => LoadError,
 ): AsyncGenerator<EncodedGroup> {
   let start = 0;
   const regroup = regrouper(groupRows, (batches, rows): EncodedGroup => {
@@ -194,8 +219,7 @@ async function* duckdbGroups(
       yield* regroup.add(chunkToBatch(chunk, types, schema));
     }
   } catch (err) {
-    if (err instanceof LoadError) throw err;
-    throw (await firstBadRow(connection, file, file.kind === 'csv' || file.kind === 'tsv')) ?? failure(err);
+    throw await readFailure(connection, file, err);
   }
   yield* regroup.rest();
 }
@@ -246,7 +270,7 @@ async function findBadRow(
   why: (check: Check, value: string) => string,
 ): Promise<LoadError | undefined> {
   if (checks.length === 0) return undefined;
-  const source = reader(file.kind, file.link, asText ? ', all_varchar = true' : '');
+  const source = reader(file.kind, file.link, `${file.options}${asText ? ', all_varchar = true' : ''}`);
   const bad = checks
     .map((check, k) => `WHEN ${quoteIdent(check.column)} IS NOT NULL AND NOT coalesce(${check.fits}, false) THEN ${k}`)
     .join(' ');
@@ -288,6 +312,31 @@ function firstBadRow(connection: DuckDBConnection, file: FileColumns, csv: boole
   ).catch(() => undefined);
 }
 
+/**
+ * The first line DuckDB's CSV reader refuses (a row of another width, a quote left open) as an error naming the
+ * file's line, the column when there is one, and the line itself; undefined when it refuses none.
+ */
+async function csvRejected(connection: DuckDBConnection, file: FileColumns): Promise<LoadError | undefined> {
+  try {
+    const result = await connection.stream(
+      `SELECT * FROM ${reader(file.kind, file.link, `${file.options}, store_rejects = true`)}`,
+    );
+    while (((await result.fetchChunk())?.rowCount ?? 0) > 0) {}
+    const rejected = await connection.run(
+      'SELECT line, column_name, error_message, csv_line FROM reject_errors ORDER BY line LIMIT 1',
+    );
+    const row = (await rejected.getRowObjectsJS())[0];
+    if (row === undefined) return undefined;
+    const column = row.column_name === null || row.column_name === '' ? '' : `, column "${String(row.column_name)}"`;
+    const why = String(row.error_message).split('\n')[0];
+    return new LoadError(
+      `${file.path}: line ${String(row.line)}${column}: ${why} (the line: ${quoted(String(row.csv_line))})`,
+    );
+  } catch {
+    return undefined;
+  }
+}
+
 /** Types a text column of a CSV or JSON file might be but for a few rows, the narrowest first. */
 const NARROWER = ['BIGINT', 'DOUBLE', 'DATE', 'TIMESTAMP', 'BOOLEAN'];
 
@@ -304,9 +353,12 @@ async function checkNotWidened(connection: DuckDBConnection, file: FileColumns):
     `count(${quoteIdent(name)})`,
     ...NARROWER.map((type) => `count(*) FILTER (WHERE ${castCheck(name, type).fits})`),
   ]);
-  const row = (
-    await (await connection.run(`SELECT ${counts.join(', ')} FROM ${reader(file.kind, file.link)}`)).getRows()
-  )[0];
+  const counted = await connection
+    .run(`SELECT ${counts.join(', ')} FROM ${reader(file.kind, file.link, file.options)}`)
+    .catch(async (err: unknown) => {
+      throw await readFailure(connection, file, err);
+    });
+  const row = (await counted.getRows())[0];
   const widened = text.flatMap((column, t): (Check & { others: number })[] => {
     const values = Number(row?.[t * (NARROWER.length + 1)]);
     for (const [k, type] of NARROWER.entries()) {
