@@ -229,8 +229,10 @@ async function sendFile(
   const inFlight = new Set<Promise<void>>();
   let failed: unknown;
   let first = true;
+  let stopped = false;
   for await (const group of file.groups(plan.batchRows)) {
-    if (interrupt.stopping || failed !== undefined) break;
+    stopped = interrupt.stopping;
+    if (stopped || failed !== undefined) break;
     const sending = sendGroup(table, plan, group).then(
       (replayed) => {
         if (group.start === 0) how.remember();
@@ -247,5 +249,5 @@ async function sendFile(
   }
   await Promise.all(inFlight);
   if (failed !== undefined) throw failed;
-  return !interrupt.stopping;
+  return !stopped;
 }
