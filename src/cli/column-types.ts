@@ -5,7 +5,7 @@ import {
   type DuckDBType,
   DuckDBTypeId,
 } from '@duckdb/node-api';
-import type { FieldSpec } from '@strata/client';
+import { type ColumnType, type FieldSpec, SCALAR_TYPES, type ScalarType } from '@strata/client';
 import type { DataType, Schema } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 import { describeSchema } from '../engine/tables/schema.js';
@@ -152,10 +152,21 @@ const json = (type: DuckDBType): Read => ({
 
 /** The columns of `schema` as `--create` gives them: the service's own spellings of the types sent. */
 export function fieldSpecs(schema: Schema): FieldSpec[] {
-  return describeSchema(schema).map((column) => ({
-    name: column.name,
-    type: column.type,
-    ...(column.dim === undefined ? {} : { dim: column.dim }),
-    ...(column.item === undefined ? {} : { item: column.item }),
-  }));
+  return describeSchema(schema).map((column) => {
+    const type = spelled(column.type, column.name);
+    return {
+      name: column.name,
+      type,
+      ...(column.dim === undefined ? {} : { dim: column.dim }),
+      ...(column.item === undefined ? {} : { item: spelled(column.item, column.name) as ScalarType }),
+    };
+  });
+}
+
+/** A type the JSON schema form spells; the reads above only make such types, so any other is a fault here. */
+function spelled(type: string, column: string): ColumnType {
+  if ((SCALAR_TYPES as readonly string[]).includes(type) || type === 'vector' || type === 'list') {
+    return type as ColumnType;
+  }
+  throw new Error(`column "${column}": type ${type} has no spelling in the service's JSON schema form`);
 }

@@ -1,4 +1,11 @@
-import { type Database, StrataError, type StrataTable } from '@strata/client';
+import {
+  type Database,
+  METRIC_ALIASES,
+  METRICS,
+  type MetricInput,
+  StrataError,
+  type StrataTable,
+} from '@strata/client';
 import { arrow } from '../arrow/arrow.js';
 import { clientOf, type Parsed, parse, required, texts, urlOf, wholeNumber } from './args.js';
 import { fieldSpecs } from './column-types.js';
@@ -15,12 +22,17 @@ const DEFAULT_CONCURRENCY = 3;
 const INTERRUPTED = 130;
 
 /** Parses `COL:METRIC` declarations of `--vector`. */
-function vectorDeclarations(values: string[]): { column: string; metric: string }[] {
+const isMetric = (text: string): text is MetricInput =>
+  (METRICS as readonly string[]).includes(text) || Object.hasOwn(METRIC_ALIASES, text);
+
+function vectorDeclarations(values: string[]): { column: string; metric: MetricInput }[] {
   return values.map((value) => {
     const at = value.lastIndexOf(':');
-    if (at <= 0)
+    const metric = value.slice(at + 1).toLowerCase();
+    if (at <= 0 || !isMetric(metric)) {
       throw new UsageError(`--vector takes COLUMN:METRIC (cosine, l2sq (l2) or negdot (dot)), got "${value}"`);
-    return { column: value.slice(0, at), metric: value.slice(at + 1) };
+    }
+    return { column: value.slice(0, at), metric };
   });
 }
 

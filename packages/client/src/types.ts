@@ -98,9 +98,9 @@ export interface DeleteDatabaseReply {
 /** A column as the JSON schema form spells it: `{name: 'id', type: 'i64'}`, `{name: 'v', type: 'vector', dim: 384}`. */
 export interface FieldSpec {
   name: string;
-  type: string;
+  type: ColumnType | keyof typeof SCALAR_TYPE_ALIASES;
   dim?: number | null;
-  item?: string | null;
+  item?: ScalarTypeInput | null;
   nullable?: boolean | null;
 }
 
@@ -108,7 +108,7 @@ export type FtsIndexSpec = string | { column: string; analyzer?: Analyzer | null
 
 export interface VectorIndexSpec {
   column: string;
-  metric: MetricInput | string;
+  metric: MetricInput;
   dim?: number | null;
 }
 
