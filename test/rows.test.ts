@@ -166,6 +166,22 @@ describe('append', () => {
     expect(lossy.json.error).toMatch(/row 1, column "v\[\]": 0.1 cannot be stored as Float32 without loss/);
   });
 
+  test('a list body goes into a vector column, its null rows holding no items; a row of another length is named', async () => {
+    await db.create({ table_name: 'listvecs', schema: [{ name: 'v', type: 'vector', dim: 3 }] });
+    const listOf = (values: (number[] | null)[]) =>
+      new arrow.Table({
+        v: arrow.vectorFromArray(values, new arrow.List(new arrow.Field('item', new arrow.Float32(), true))),
+      });
+
+    const nulls = await db.appendArrow('listvecs', ipcOf(listOf([[1, 2, 3], null, [4, 5, 6], null])));
+    const short = await db.appendArrow('listvecs', ipcOf(listOf([[1, 2, 3], null, [4, 5]])));
+
+    expect(nulls.status).toBe(200);
+    expect(nulls.json.data).toEqual([{ v: [1, 2, 3] }, { v: null }, { v: [4, 5, 6] }, { v: null }]);
+    expect(short.status).toBe(400);
+    expect(short.json.error).toMatch(/row 2, column "v": has 2 items; the column holds exactly 3/);
+  });
+
   test.each([
     [
       'an unknown column',

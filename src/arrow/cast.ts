@@ -281,6 +281,34 @@ function checkFiniteItems(list: Data, items: Data, size: number, path: string): 
   }
 }
 
+/** The row of a list whose items hold item `index`, counted from the first row's first item. */
+function rowOfItem(list: Data, index: number): number {
+  const offsets = list.valueOffsets as Int32Array;
+  const at = (offsets[0] ?? 0) + index;
+  let row = 0;
+  while (row + 1 < list.length && (offsets[row + 1] ?? 0) <= at) row++;
+  return row;
+}
+
+/**
+ * The items of a list's rows laid out `size` to a row, as a fixed-size list holds them: each valid row's items
+ * where its row starts, zeros under a null row that held none.
+ */
+function spreadRows(items: Data, list: Data, size: number, path: string): Data {
+  if (items.nullCount > 0) {
+    throw new ValueError(0, path, `null rows must hold no items or exactly ${size} when items are null`);
+  }
+  const values = items.values as Float32Array | Float64Array | Uint16Array;
+  const out = new (values.constructor as Float32ArrayConstructor)(list.length * size);
+  const offsets = list.valueOffsets as Int32Array;
+  const first = offsets[0] ?? 0;
+  for (let row = 0; row < list.length; row++) {
+    const from = (offsets[row] ?? 0) - first;
+    if ((offsets[row + 1] ?? 0) - first - from === size) out.set(values.subarray(from, from + size), row * size);
+  }
+  return arrow.makeData({ type: items.type as InstanceType<typeof arrow.Float>, length: out.length, data: out });
+}
+
 function castToFixedList(data: Data, target: Field, path: string): Data {
   const to = target.type as InstanceType<typeof arrow.FixedSizeList>;
   const size = to.listSize;
@@ -302,20 +330,20 @@ function castToFixedList(data: Data, target: Field, path: string): Data {
       if (!data.getValid(i) && len !== 0 && len !== size) throw new ValueError(i, path, `null row spans ${len} items`);
     }
     const start = offsets[0] ?? 0;
-    const end = offsets[n] ?? 0;
-    if (end - start !== n * size) {
-      throw new ValueError(0, path, `null rows must hold no items or exactly ${size} to become a fixed-size list`);
-    }
-    child = (data.children[0] as Data).slice(start, end - start);
+    child = (data.children[0] as Data).slice(start, (offsets[n] ?? 0) - start);
   }
   const childField = to.children[0] as Field;
+  // A null row of a list may hold no items, where a fixed-size list holds `size` for every row.
+  const spread = child.length !== n * size;
   let cast: Data;
   try {
     cast = castData(child, childField, `${path}[]`);
   } catch (err) {
-    if (err instanceof ValueError) throw new ValueError(Math.floor(err.index / size), err.path, err.message);
-    throw err;
+    if (!(err instanceof ValueError)) throw err;
+    const row = spread ? rowOfItem(data, err.index) : Math.floor(err.index / size);
+    throw new ValueError(row, err.path, err.message);
   }
+  if (spread) cast = spreadRows(cast, data, size, path);
   if (cast.type.typeId === Type.Float) checkFiniteItems(data, cast, size, path);
   return arrow.makeData({
     type: to,
