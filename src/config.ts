@@ -84,7 +84,8 @@ export type Env = Readonly<Record<string, string | undefined>>;
 
 export class ConfigError extends Error {}
 
-const FLAG_TO_ENV: Readonly<Record<string, string>> = {
+/** Each `strata serve` flag and the variable it sets. */
+export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   host: 'STRATA_HOST',
   port: 'STRATA_PORT',
   'data-dir': 'STRATA_DATA_DIR',

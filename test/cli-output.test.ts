@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { FLAG_TO_ENV } from '../src/config.js';
 import { rememberSecret } from './support/logs.js';
 import { CLI, cli, type Served, serveProcess } from './support/processes.js';
 import { activeLocalDatabase, type Client, client } from './support/server.js';
@@ -86,7 +87,7 @@ function expectAligned(table: string): void {
 
 describe('--help and usage errors', () => {
   const FLAGS: Record<string, string[]> = {
-    serve: ['--host', '--port', '--data-dir'],
+    serve: Object.keys(FLAG_TO_ENV).map((flag) => `--${flag}`),
     keys: ['create', 'list', 'revoke', '--account', '--data-dir'],
     load: ['--database', '--table', '--create', '--fts', '--vector', '--batch-rows', '--concurrency'],
     sql: ['--database'],

@@ -1,3 +1,5 @@
+import { FLAG_TO_ENV } from '../config.js';
+
 /** The usage of each `strata` command: printed by `strata CMD --help`, and with any usage error of CMD. */
 
 const CLIENT_OPTIONS = `options of every client command:
@@ -15,7 +17,11 @@ export const USAGES: Readonly<Record<string, string>> = {
   --port P           port to listen on (8080)
   --data-dir DIR     control store and local-folder buckets (./data)
   --control-url URL  sqlite:/path or postgres://USER:PASSWORD@HOST:PORT/DB (embedded SQLite)
-  --log-level L      pino log level (info)`,
+  --log-level L      pino log level (info)
+  every flag and its variable (docs/operations.md says what each does):
+${Object.entries(FLAG_TO_ENV)
+  .map(([flag, env]) => `    --${flag.padEnd(38)} ${env}`)
+  .join('\n')}`,
   keys: `strata keys create --account NAME [--data-dir DIR]    issue a key; prints it once on a line of its own
 strata keys list [--data-dir DIR]                     list keys (ids, accounts, states; never secrets)
 strata keys revoke ID [--data-dir DIR]                revoke a key at once
