@@ -1,11 +1,13 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { Data, FixedSizeList } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
+import { loadKeyPrefix } from '../src/cli/files.js';
+import { recordPath } from '../src/cli/load-record.js';
 import { rememberSecret } from './support/logs.js';
 import { CLI, cli, type Served, serveProcess } from './support/processes.js';
 import { activeLocalDatabase, type Client, client, eventually, freePort } from './support/server.js';
@@ -286,6 +288,34 @@ describe('strata load', () => {
     const finished = await cli(loadArgs('regrouped', 'groups.parquet', []), env());
     expect(finished.stderr).toMatch(/loaded 60,000 rows/);
     expect(await sql(digestOf('regrouped'))).toEqual(expectedGrouped);
+  }, 120_000);
+
+  test('a load run again after the service forgot its keys stops after its first group; one older than their lifetime is refused unsent', async () => {
+    await cli(loadArgs('forgot'), env());
+    expect((await api.post('/v1/drop_table/db', { table_name: 'forgot' })).status).toBe(200);
+
+    // The table made again: the service knows none of the earlier run's keys, and the CLI's record says it ran.
+    const again = await cli(loadArgs('forgot'), env()).catch((err: { code: number; stderr: string }) => err);
+    expect(again).toMatchObject({ code: 1 });
+    expect((again as { stderr: string }).stderr).toMatch(
+      /the service no longer knew the earlier load of .*rows\.parquet into db\.forgot .*the first 2000 rows were written again, and nothing more was sent/,
+    );
+    expect(await sql('SELECT count(*)::INTEGER AS n FROM forgot')).toEqual([{ n: 2000 }]);
+
+    // A record older than the keys' lifetime: refused before anything is sent.
+    const machine = process.env.XDG_STATE_HOME;
+    process.env.XDG_STATE_HOME = env().XDG_STATE_HOME;
+    const record = recordPath(`http://127.0.0.1:${port}`, loadKeyPrefix(file('rows.parquet'), 'db', 'forgot'));
+    if (machine === undefined) delete process.env.XDG_STATE_HOME;
+    else process.env.XDG_STATE_HOME = machine;
+    const kept = JSON.parse(readFileSync(record, 'utf8')) as { startedMs: number };
+    writeFileSync(record, JSON.stringify({ ...kept, startedMs: Date.now() - 25 * 3600_000 }));
+    const late = await cli(loadArgs('forgot'), env()).catch((err: { code: number; stderr: string }) => err);
+    expect(late).toMatchObject({ code: 1 });
+    expect((late as { stderr: string }).stderr).toMatch(
+      /remembers which rows a load sent for 24 hours.*Nothing was sent\./,
+    );
+    expect(await sql('SELECT count(*)::INTEGER AS n FROM forgot')).toEqual([{ n: 2000 }]);
   }, 120_000);
 
   test("the server killed under a load and started again: the CLI's retries finish it, exactly once", async () => {

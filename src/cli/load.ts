@@ -90,7 +90,15 @@ interface Plan {
   keyPrefix: string;
   record: string;
   batchRows: number;
+  /** Whether an earlier run of this load landed its first group (by this machine's record). */
+  resumed: boolean;
 }
+
+/**
+ * How long the service remembers a request's key by default (`STRATA_IDEMPOTENCY_TTL_MS`): a load run again later
+ * than this would not be recognised, and would send its rows again.
+ */
+const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 
 /**
  * Each file's load plan. A file loaded into this table before (by this machine's record) keeps the --batch-rows its
@@ -101,7 +109,16 @@ function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: str
   return files.map((path, i) => {
     const keyPrefix = loadKeyPrefix(path, database, table);
     const record = recordPath(urlOf(parsed), keyPrefix);
-    const earlier = readRecord(record)?.batchRows;
+    const recorded = readRecord(record);
+    const earlier = recorded?.batchRows;
+    if (recorded !== undefined && Date.now() - recorded.startedMs > KEY_LIFETIME_MS) {
+      throw new LoadError(
+        `${path} was first loaded into ${database}.${table} on ${new Date(recorded.startedMs).toISOString()} ` +
+          `(${record}). The service remembers which rows a load sent for 24 hours, so a run again now could load ` +
+          'rows twice. If that load finished, nothing needs doing; to load the file again on purpose, delete the ' +
+          'record. Nothing was sent.',
+      );
+    }
     if (given !== undefined && earlier !== undefined && given !== earlier) {
       throw new LoadError(
         `${path} was loaded into ${database}.${table} with --batch-rows ${earlier} before (${record}). A load run ` +
@@ -109,7 +126,8 @@ function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: str
           'or without --batch-rows. Nothing was sent. (If that table was dropped since, delete the record.)',
       );
     }
-    return { path, kind: kinds[i] as FileKind, keyPrefix, record, batchRows: given ?? earlier ?? DEFAULT_BATCH_ROWS };
+    const batchRows = given ?? earlier ?? DEFAULT_BATCH_ROWS;
+    return { path, kind: kinds[i] as FileKind, keyPrefix, record, batchRows, resumed: recorded !== undefined };
   });
 }
 
@@ -216,6 +234,19 @@ async function sendGroup(table: StrataTable, plan: Plan, group: EncodedGroup): P
   return report.replayed > 0;
 }
 
+/**
+ * A load run again whose first group the service wrote anew: it no longer knew the earlier run's keys (they
+ * expired, or the table was made again), so every group would be written again. Stopped after that one.
+ */
+function forgotten(plan: Plan, table: StrataTable, rows: number): LoadError {
+  return new LoadError(
+    `the service no longer knew the earlier load of ${plan.path} into ${table.database}.${table.name} (its keys ` +
+      `expired, or the table was made again): the first ${rows} rows were written again, and nothing more was sent. ` +
+      `If the table was made again on purpose, delete ${plan.record} and run the load again; otherwise delete ` +
+      'those rows, or the table, before loading the file again.',
+  );
+}
+
 /** What the service's refusal of a re-sent group means to the user of the CLI. */
 function refusal(err: unknown, plan: Plan, table: StrataTable): unknown {
   if (!(err instanceof StrataError && err.code === 'idempotency_key_reused')) return err;
@@ -249,6 +280,7 @@ async function sendFile(
       (replayed) => {
         if (group.start === 0) how.remember();
         progress.landed(group.rows, group.ipc.length, replayed);
+        if (group.start === 0 && plan.resumed && !replayed) failed ??= forgotten(plan, table, group.rows);
       },
       (err: unknown) => {
         failed ??= refusal(err, plan, table);
