@@ -4,10 +4,16 @@ import { join } from 'node:path';
 import { connect, type Table } from '@lancedb/lancedb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
 import { canonicalPredicate } from '../src/engine/predicate/parser.js';
 import { BadRequest } from '../src/errors.js';
 
-const COLUMNS = ['id', 'title', 'price', 'flag'];
+const COLUMNS = [
+  new arrow.Field('id', new arrow.Int64()),
+  new arrow.Field('title', new arrow.Utf8()),
+  new arrow.Field('price', new arrow.Float64()),
+  new arrow.Field('flag', new arrow.Bool()),
+];
 
 const column = fc.constantFrom('id', 'ID', '`id`', 'title', '`title`', 'Price', 'price', 'flag');
 const number = fc.oneof(
@@ -158,6 +164,50 @@ describe('the canonical form means what the predicate meant', () => {
     );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('at the depth limit, every shape of nesting is still planned by Lance', async () => {
+    const shapes: Record<string, (n: number) => string> = {
+      not: (n) => `${'NOT '.repeat(n)}id = 1`,
+      calls: (n) => `${'abs('.repeat(n)}id${')'.repeat(n)} = 1`,
+      minus: (n) => `${'-('.repeat(n)}id${')'.repeat(n)} = 1`,
+      'and/or': (n) => {
+        let p = 'id = 0';
+        for (let i = 0; i < n; i++) p = `(id = ${i} ${i % 2 ? 'OR' : 'AND'} ${p})`;
+        return p;
+      },
+      arithmetic: (n) => {
+        let p = 'id';
+        for (let i = 0; i < n; i++) p = `(1 ${i % 2 ? '+' : '*'} ${p})`;
+        return `${p} > 0`;
+      },
+      comparisons: (n) => {
+        let p = 'flag';
+        for (let i = 0; i < n; i++) p = `(true = ${p})`;
+        return p;
+      },
+      casts: (n) => `${'CAST('.repeat(n)}id${' AS BIGINT)'.repeat(n)} = 1`,
+    };
+    for (const [shape, make] of Object.entries(shapes)) {
+      let deepest = '';
+      for (let n = 1; n < 40; n++) {
+        try {
+          deepest = canonicalPredicate(make(n), COLUMNS);
+        } catch (err) {
+          expect(err).toBeInstanceOf(BadRequest);
+          expect((err as Error).message).toMatch(
+            /nests \d+ levels deep once its operators are grouped; the limit is 16/,
+          );
+          break;
+        }
+      }
+      expect([shape, typeof (await table.countRows(deepest))]).toEqual([shape, 'number']);
+    }
+  });
+
+  test('a long chain of OR is one level, however long', async () => {
+    const p = Array.from({ length: 300 }, (_, i) => `id = ${i - 20}`).join(' OR ');
+    expect(await table.countRows(canonicalPredicate(p, COLUMNS))).toBe(40);
+  });
 
   test('Lance counts the same rows for a predicate and its canonical form', async () => {
     let compared = 0;

@@ -2,10 +2,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from 'vitest';
+import { schemaOnlyStream } from '../src/arrow/ipc.js';
 import { rememberSecret } from './support/logs.js';
 import { serveProcess } from './support/processes.js';
 import { activeLocalDatabase, client, serveFile } from './support/server.js';
 import { readTable, tablesOf } from './support/tables.js';
+import { NESTED_SCHEMA } from './support/types.js';
 
 // Predicates (update, delete) and filters (search) are exactly one boolean expression (docs/api.md, Predicates):
 // each case here was answered 200 once, with the tail dropped and every row deleted.
@@ -76,6 +78,13 @@ describe('a predicate is exactly one boolean expression', () => {
     expect(res.json.error).toMatch(message);
   });
 
+  test('a chain of 200 ORs is a predicate like any other', async () => {
+    const predicate = Array.from({ length: 200 }, (_, i) => `id = ${i + 5}`).join(' OR ');
+    const res = await db.remove('products', predicate);
+
+    expect([res.status, res.json.matched]).toEqual([200, 5]);
+  });
+
   test('what a predicate may say still works: comparisons, IN, BETWEEN, LIKE, functions, casts, case-insensitive names', async () => {
     const cases: [string, number][] = [
       ['id < 3', 3],
@@ -94,6 +103,34 @@ describe('a predicate is exactly one boolean expression', () => {
       await db.remove('products', 'true');
       await db.append('products', ROWS);
     }
+  });
+});
+
+describe('a path into a struct names only fields the table has', () => {
+  test('a field name that smuggles SQL is refused; real fields are found', async () => {
+    const schema = Buffer.from(schemaOnlyStream(NESTED_SCHEMA)).toString('base64');
+    expect((await db.create({ table_name: 'nested', schema_ipc: schema })).status).toBe(200);
+    const rows = [1, 2, 3].map((id) => ({
+      id,
+      address: { city: `c${id}`, zip: id },
+      scores: [id],
+      v64: [1, 2, 3, id],
+    }));
+    expect((await db.append('nested', rows)).status).toBe(200);
+
+    const smuggled = await db.remove('nested', 'address.`x`` = 1 OR TRUE) LIMIT 1 --` = 1');
+    const unknown = await db.remove('nested', 'address.street = 1');
+    const notStruct = await db.remove('nested', 'id.x = 1');
+    const found = await db.remove('nested', "ADDRESS.city = 'c2' AND address.`zip` = 2");
+
+    expect(smuggled.status).toBe(400);
+    expect(smuggled.json.error).toMatch(
+      /`address` has no field "x` = 1 OR TRUE\) LIMIT 1 --" \(character 9\); its fields are city, zip/,
+    );
+    expect(unknown.json.error).toMatch(/`address` has no field "street"/);
+    expect(notStruct.json.error).toMatch(/"`id`" has no fields .*it is not a struct/);
+    expect([found.status, found.json.matched]).toEqual([200, 1]);
+    expect(await readTable(strata, 'acme', 'shop', 'nested')).toHaveLength(2);
   });
 });
 
@@ -168,6 +205,9 @@ describe('a predicate cannot build unbounded values', () => {
     ],
     ['200 parentheses', `${'('.repeat(200)}id = 1${')'.repeat(200)}`, /nested deeper than 64 levels/],
     ['100 NOTs', `${'NOT '.repeat(100)}id = 1`, /nested deeper than 64 levels/],
+    ['20 NOTs', `${'NOT '.repeat(20)}id = 1`, /nests 21 levels deep once its operators are grouped; the limit is 16/],
+    ['DECIMAL(50, 2)', 'CAST(id AS DECIMAL(50, 2)) = 1', /DECIMAL takes a precision of 1 to 38/],
+    ['DECIMAL(0, 0)', 'CAST(id AS DECIMAL(0, 0)) = 1', /DECIMAL takes a precision of 1 to 38/],
     ['sleep', 'sleep(10) IS NULL', /function sleep is not available in predicates/],
   ])('%s is 400', async (_, predicate, message) => {
     const res = await db.remove('products', predicate);

@@ -1,9 +1,18 @@
+import type { Field } from 'apache-arrow';
+import { arrow } from '../../arrow/arrow.js';
 import { BadRequest } from '../../errors.js';
 import { JOINING_FUNCTIONS, PREDICATE_FUNCTIONS, UNBOUNDED_FUNCTIONS } from './functions.js';
 import { type Token, tokenize } from './lexer.js';
 
 /** Deeper nesting than this is refused: no one writes it, and it would only load the parsers' stacks. */
 export const MAX_DEPTH = 64;
+
+/**
+ * At most this many levels of parentheses and brackets in the predicate as written back for Lance. Lance's SQL
+ * parser refuses an expression nested past its recursion limit; the costliest shapes (alternating AND and OR,
+ * chains of NOT, comparisons nested on the right) reached it at 23 levels of this written form.
+ */
+export const MAX_WRITTEN_DEPTH = 16;
 
 /**
  * At most this many joins of text (`||`, or concat's arguments past the first) in one predicate. Each join of two
@@ -89,7 +98,24 @@ function shown(token: Token): string {
   }
 }
 
-const backquoted = (name: string) => `\`${name}\``;
+/** A name back-quoted for Lance, a back quote inside it doubled. */
+const backquoted = (name: string) => `\`${name.replaceAll('`', '``')}\``;
+
+/** The deepest nesting of parentheses and brackets in `text`, outside its quoted strings and names. */
+function writtenDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let quote: string | undefined;
+  for (const c of text) {
+    if (quote !== undefined) {
+      // A doubled quote closes and opens again: the depth is the same either way.
+      if (c === quote) quote = undefined;
+    } else if (c === "'" || c === '`') quote = c;
+    else if (c === '(' || c === '[') deepest = Math.max(deepest, ++depth);
+    else if (c === ')' || c === ']') depth--;
+  }
+  return deepest;
+}
 
 /**
  * A recursive-descent parser of one boolean expression, in the dialect Lance reads, that writes the expression
@@ -104,13 +130,19 @@ class Parser {
 
   constructor(
     text: string,
-    private readonly columns: readonly string[],
+    private readonly columns: readonly Field[],
   ) {
     this.tokens = tokenize(text);
   }
 
   whole(): string {
     const expression = this.expression();
+    const depth = writtenDepth(expression);
+    if (depth > MAX_WRITTEN_DEPTH) {
+      throw new BadRequest(
+        `the expression nests ${depth} levels deep once its operators are grouped; the limit is ${MAX_WRITTEN_DEPTH}`,
+      );
+    }
     const next = this.peek();
     if (next.kind !== 'end') {
       const clause =
@@ -185,16 +217,28 @@ class Parser {
     return this.nested(() => this.or());
   }
 
+  /**
+   * Terms joined by operators of one precedence, written as one flat group: `(a OR b OR c)`, which Lance reads
+   * left to right as it read the original, without a level of nesting per term.
+   */
+  private chain(term: () => string, operator: () => string | undefined): string {
+    const parts = [term()];
+    for (let op = operator(); op !== undefined; op = operator()) parts.push(op, term());
+    return parts.length === 1 ? (parts[0] as string) : `(${parts.join(' ')})`;
+  }
+
   private or(): string {
-    let left = this.and();
-    while (this.takeWord('OR')) left = `(${left} OR ${this.and()})`;
-    return left;
+    return this.chain(
+      () => this.and(),
+      () => (this.takeWord('OR') ? 'OR' : undefined),
+    );
   }
 
   private and(): string {
-    let left = this.not();
-    while (this.takeWord('AND')) left = `(${left} AND ${this.not()})`;
-    return left;
+    return this.chain(
+      () => this.not(),
+      () => (this.takeWord('AND') ? 'AND' : undefined),
+    );
   }
 
   private not(): string {
@@ -268,32 +312,34 @@ class Parser {
   }
 
   private concat(): string {
-    let left = this.additive();
-    while (this.takeOp('||')) {
-      this.joined(1);
-      left = `(${left} || ${this.additive()})`;
-    }
-    return left;
+    return this.chain(
+      () => this.additive(),
+      () => {
+        if (!this.takeOp('||')) return undefined;
+        this.joined(1);
+        return '||';
+      },
+    );
   }
 
   private additive(): string {
-    let left = this.multiplicative();
-    for (;;) {
-      const op = this.isOp('+') ? '+' : this.isOp('-') ? '-' : undefined;
-      if (op === undefined) return left;
-      this.at++;
-      left = `(${left} ${op} ${this.multiplicative()})`;
-    }
+    return this.chain(
+      () => this.multiplicative(),
+      () => this.takeAnyOp(['+', '-']),
+    );
   }
 
   private multiplicative(): string {
-    let left = this.unary();
-    for (;;) {
-      const op = ['*', '/', '%'].find((o) => this.isOp(o));
-      if (op === undefined) return left;
-      this.at++;
-      left = `(${left} ${op} ${this.unary()})`;
-    }
+    return this.chain(
+      () => this.unary(),
+      () => this.takeAnyOp(['*', '/', '%']),
+    );
+  }
+
+  private takeAnyOp(ops: readonly string[]): string | undefined {
+    const op = ops.find((o) => this.isOp(o));
+    if (op !== undefined) this.at++;
+    return op;
   }
 
   private unary(): string {
@@ -383,23 +429,38 @@ class Parser {
     return this.column(token.text, false, token.at);
   }
 
-  /** A column, resolved as Lance resolves it (a bare name exactly, else ignoring case), with any `.field` path. */
+  /**
+   * A column, resolved as Lance resolves a bare name (exactly, else ignoring case; a back-quoted one exactly), with
+   * any `.field` path into its structs resolved the same way: only names the table has reach Lance.
+   */
   private column(name: string, quoted: boolean, at: number): string {
     if (name.startsWith('_')) {
       throw new BadRequest(`no column named "${name}" (names starting with _ are reserved)`);
     }
-    const exact = this.columns.find((c) => c === name);
-    const found = exact ?? (quoted ? undefined : this.columns.find((c) => c.toLowerCase() === name.toLowerCase()));
-    if (found === undefined) {
-      const list = this.columns.join(', ');
+    const field = resolve(this.columns, name, quoted);
+    if (field === undefined) {
+      const list = this.columns.map((c) => c.name).join(', ');
       throw new BadRequest(`no column named "${name}" (character ${at}); the table's columns are ${list}`);
     }
-    let path = backquoted(found);
+    let path = backquoted(field.name);
+    let current = field;
     while (this.takeOp('.')) {
-      const field = this.next();
-      if (field.kind === 'word') path += `.${backquoted(field.text)}`;
-      else if (field.kind === 'quoted') path += `.${backquoted(field.name)}`;
-      else throw new BadRequest(`expected a field name after "." at character ${field.at}, found ${shown(field)}`);
+      const token = this.next();
+      if (token.kind !== 'word' && token.kind !== 'quoted') {
+        throw new BadRequest(`expected a field name after "." at character ${token.at}, found ${shown(token)}`);
+      }
+      const wanted = token.kind === 'word' ? token.text : token.name;
+      const children = current.type.typeId === arrow.Type.Struct ? (current.type.children as Field[]) : [];
+      const child = resolve(children, wanted, token.kind === 'quoted');
+      if (child === undefined) {
+        throw new BadRequest(
+          children.length === 0
+            ? `"${path}" has no fields (character ${token.at}): it is not a struct`
+            : `${path} has no field "${wanted}" (character ${token.at}); its fields are ${children.map((c) => c.name).join(', ')}`,
+        );
+      }
+      path += `.${backquoted(child.name)}`;
+      current = child;
     }
     return path;
   }
@@ -476,20 +537,33 @@ class Parser {
       this.expect(',', "between DECIMAL's precision and scale");
       const scale = this.next();
       this.expect(')', "to close DECIMAL's precision and scale");
-      if (precision.kind !== 'number' || scale.kind !== 'number' || !/^\d+$/.test(precision.text + scale.text)) {
-        throw new BadRequest(`DECIMAL takes a whole precision and scale (character ${token.at})`);
+      const p = precision.kind === 'number' && /^\d+$/.test(precision.text) ? Number(precision.text) : Number.NaN;
+      const s = scale.kind === 'number' && /^\d+$/.test(scale.text) ? Number(scale.text) : Number.NaN;
+      // Lance's planner panics past 38 digits, and refuses a precision of 0 with its own source path.
+      if (!(p >= 1 && p <= 38 && s >= 0 && s <= p)) {
+        throw new BadRequest(
+          `DECIMAL takes a precision of 1 to 38 and a scale of 0 to the precision (character ${token.at})`,
+        );
       }
-      type = `DECIMAL(${precision.text}, ${scale.text})`;
+      type = `DECIMAL(${p}, ${s})`;
     }
     return type;
   }
 }
 
 /**
- * Parses a predicate over `columns` (the table's own) and writes it back as Lance will read it: one boolean
- * expression, fully parenthesized, columns back-quoted with the table's spelling. Throws BadRequest naming what
+ * Parses a predicate over `columns` (the table's own fields) and writes it back as Lance will read it: one boolean
+ * expression, each operator's terms grouped in parentheses, columns back-quoted with the table's spelling. Throws BadRequest naming what
  * was found when it is anything else.
  */
-export function canonicalPredicate(text: string, columns: readonly string[]): string {
+export function canonicalPredicate(text: string, columns: readonly Field[]): string {
   return new Parser(text, columns).whole();
+}
+
+/** The field named `name`: exactly, else (a bare name) ignoring case. */
+function resolve(fields: readonly Field[], name: string, quoted: boolean): Field | undefined {
+  const exact = fields.find((f) => f.name === name);
+  if (exact !== undefined || quoted) return exact;
+  const lower = name.toLowerCase();
+  return fields.find((f) => f.name.toLowerCase() === lower);
 }

@@ -1,6 +1,6 @@
 import type { Schema } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
-import { lanceMessage, PREDICATE_TIMEOUT_MS } from '../lance.js';
+import { isClosedTable, isMissingDataset, lanceMessage, PREDICATE_TIMEOUT_MS } from '../lance.js';
 import { canonicalPredicate } from './parser.js';
 
 /** Longer predicates are refused before they are parsed; an IN list of 10,000 ids fits many times over. */
@@ -24,10 +24,7 @@ export function checkPredicate(predicate: string | undefined, schema: Schema, wh
     throw new BadRequest(`${what} is ${bytes} bytes; the limit is ${MAX_PREDICATE_BYTES}`);
   }
   try {
-    return canonicalPredicate(
-      predicate,
-      schema.fields.map((f) => f.name),
-    );
+    return canonicalPredicate(predicate, schema.fields);
   } catch (err) {
     if (err instanceof BadRequest) throw new BadRequest(`${what}: ${err.message}`);
     throw err;
@@ -43,6 +40,9 @@ export async function readingPredicate<T>(read: () => Promise<T>, what = 'predic
   try {
     return await read();
   } catch (err) {
+    // The table went away under the read (dropped, or its database deleted): not the predicate's fault, and
+    // answered as the drop is by those who know of it (404, or 503 while a database is deleted).
+    if (isMissingDataset(err) || isClosedTable(err)) throw err;
     if (/timed? ?out|deadline/i.test(lanceMessage(err))) {
       throw new BadRequest(`${what}: evaluating it took longer than ${PREDICATE_TIMEOUT_MS / 1000} s; narrow it`);
     }
