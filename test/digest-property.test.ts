@@ -77,6 +77,19 @@ describe('rowsDigest', () => {
     );
   });
 
+  test('where one section ends and the next begins is part of the digest: nulls here and values there differ', () => {
+    const of = (a: (number | null)[], b: (number | null)[]) =>
+      rowsDigest(
+        new arrow.Table({
+          a: arrow.vectorFromArray(a, new Float64()),
+          b: arrow.vectorFromArray(b, new Float64()),
+        }).batches,
+      );
+
+    expect(of([null, 1], [7, 0])).not.toBe(of([0, 0], [7, null]));
+    expect(of([null, null], [1, 2])).not.toBe(of([0, 0], [null, null]));
+  });
+
   test('rows that differ in any value, null or order give another digest', () => {
     fc.assert(
       fc.property(fc.array(row, { minLength: 2, maxLength: 20 }), fc.nat(), row, (rows, at, other) => {

@@ -17,6 +17,16 @@ class Crc {
   number(n: number): void {
     this.bytes(Float64Array.of(n));
   }
+  /**
+   * A run of bytes given in pieces, its length first: what comes before and after it can never be read as part of
+   * it, so two different streams of sections are two different byte streams.
+   */
+  section(pieces: readonly ArrayBufferView[]): void {
+    let total = 0;
+    for (const piece of pieces) total += piece.byteLength;
+    this.number(total);
+    for (const piece of pieces) this.bytes(piece);
+  }
 }
 
 /** A column's piece in one batch, and how many of the column's values come before it. */
@@ -67,45 +77,50 @@ function childPieces(pieces: readonly Piece[], child: (data: Data) => Data, widt
 /**
  * Feeds a column, given as its pieces in batch order, to `crc` in a form that depends only on the values it
  * holds, not on how its rows were split into batches, sliced or padded, nor on what the buffers hold under a
- * null: the positions of its nulls, then its values (lengths before bytes for variable-width ones), then its
- * children under its valid rows, each the same way.
+ * null: its type, the positions of its nulls, then its values (lengths before bytes for variable-width ones),
+ * then its children under its valid rows, each the same way, each section led by its length.
  */
 function feed(crc: Crc, pieces: readonly Piece[]): void {
+  const type = pieces[0]?.data.type;
+  if (type === undefined) return;
+  crc.section([Buffer.from(String(type))]);
   const nulls: number[] = [];
   for (const { data, base } of pieces) {
     if (data.nullCount > 0) for (let i = 0; i < data.length; i++) if (!data.getValid(i)) nulls.push(base + i);
   }
-  crc.bytes(Float64Array.from(nulls));
-  const type = pieces[0]?.data.type;
-  if (type === undefined) return;
+  crc.section([Float64Array.from(nulls)]);
   switch (type.typeId) {
     case Type.Null:
       return;
     case Type.Bool:
-      for (const { data } of pieces) {
-        const bits = new Uint8Array(data.length);
-        for (let i = 0; i < data.length; i++) {
-          const at = data.offset + i;
-          if (data.nullCount <= 0 || data.getValid(i)) bits[i] = ((data.values[at >> 3] as number) >> (at & 7)) & 1;
-        }
-        crc.bytes(bits);
-      }
+      crc.section(
+        pieces.map(({ data }) => {
+          const bits = new Uint8Array(data.length);
+          for (let i = 0; i < data.length; i++) {
+            const at = data.offset + i;
+            if (data.nullCount <= 0 || data.getValid(i)) bits[i] = ((data.values[at >> 3] as number) >> (at & 7)) & 1;
+          }
+          return bits;
+        }),
+      );
       return;
     case Type.Utf8:
     case Type.Binary:
     case Type.LargeUtf8:
     case Type.LargeBinary:
-      for (const { data } of pieces) crc.bytes(lengths(data));
-      for (const { data } of pieces) {
-        const offsets = data.valueOffsets;
-        for (const [first, count] of validRuns(data)) {
-          crc.bytes((data.values as Uint8Array).subarray(Number(offsets[first]), Number(offsets[first + count])));
-        }
-      }
+      crc.section(pieces.map(({ data }) => lengths(data)));
+      crc.section(
+        pieces.flatMap(({ data }) => {
+          const offsets = data.valueOffsets;
+          return validRuns(data).map(([first, count]) =>
+            (data.values as Uint8Array).subarray(Number(offsets[first]), Number(offsets[first + count])),
+          );
+        }),
+      );
       return;
     case Type.List:
     case Type.Map:
-      for (const { data } of pieces) crc.bytes(lengths(data));
+      crc.section(pieces.map(({ data }) => lengths(data)));
       // Arrow JS leaves a list's child whole when it slices the list: the offsets say which values are a row's.
       feed(
         crc,
@@ -124,9 +139,18 @@ function feed(crc: Crc, pieces: readonly Piece[]): void {
         );
       return;
     }
-    default:
-      for (const { data } of pieces) {
-        if (data.valueOffsets === undefined && data.dictionary === undefined && data.values !== undefined) {
+    default: {
+      const fixed = pieces.every(
+        ({ data }) => data.valueOffsets === undefined && data.dictionary === undefined && data.values !== undefined,
+      );
+      if (!fixed) {
+        // Anything else (dictionaries, unions): its values as text, slowly; no table of the service has them.
+        const values = pieces.flatMap(({ data }) => arrow.makeVector(data).toArray() as unknown[]);
+        crc.section([Buffer.from(JSON.stringify(values, bigintsAsText))]);
+        return;
+      }
+      crc.section(
+        pieces.map(({ data }) => {
           // Fixed-width values, `stride` elements a row: a slice's buffer starts at its first row already, and the
           // buffer may run past the last one (IPC pads it). What lies under a null is zeroed in a copy.
           let values = data.values.subarray(0, data.length * data.stride);
@@ -137,12 +161,10 @@ function feed(crc: Crc, pieces: readonly Piece[]): void {
             for (let i = 0; i < data.length; i++)
               if (!data.getValid(i)) bytes.fill(0, i * rowBytes, (i + 1) * rowBytes);
           }
-          crc.bytes(values);
-        } else {
-          // Anything else (dictionaries, unions): its values as text, slowly; no table of the service has them.
-          crc.bytes(Buffer.from(JSON.stringify(arrow.makeVector(data).toArray(), bigintsAsText)));
-        }
-      }
+          return values;
+        }),
+      );
+    }
   }
 }
 
