@@ -32,7 +32,8 @@ export interface HybridPlan {
 
 /**
  * The query vector as Lance computes with it, in 32-bit floats, checked there: a number past f32's range is
- * infinite and makes every distance infinite or undefined, and under cosine a vector whose squared length is zero
+ * infinite and makes every distance infinite or undefined, so is a squared length past it under cosine and squared
+ * L2, and under cosine a vector whose squared length is zero
  * in f32 (all zeros, or as small as 1e-45) has no direction, so Lance would answer -Infinity or drop every row.
  */
 function asF32(query: readonly number[], column: string, metric: Metric): number[] {
@@ -43,7 +44,8 @@ function asF32(query: readonly number[], column: string, metric: Metric): number
   }
   let squared = 0;
   for (const x of f32) squared = Math.fround(squared + Math.fround(x * x));
-  if (!Number.isFinite(squared)) {
+  // Cosine and squared L2 take the query's squared length; negdot only its products, which may stay finite.
+  if (metric !== 'negdot' && !Number.isFinite(squared)) {
     throw new BadRequest('vector_query is too long: its squared length overflows a 32-bit float; scale it down');
   }
   if (metric === 'cosine' && squared === 0) {
