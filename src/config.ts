@@ -206,6 +206,24 @@ function sqlMemory(env: Env, machine: Machine): { sqlMemoryMb: number; sqlNodeMe
   return { sqlMemoryMb, sqlNodeMemoryMb };
 }
 
+/**
+ * How many holds a key must outlive. A key is held by its request (renewed while it runs) and, if its node dies,
+ * until the hold lapses and a retry takes it over; a key that expired meanwhile could be reused for another write.
+ * Expiry never drops an unresolved key (`decide`), but a TTL near the hold makes every slow write such a case.
+ */
+const TTL_HOLDS = 10;
+
+function idempotency(env: Env): { idempotencyTtlMs: number; idempotencyHoldMs: number } {
+  const idempotencyTtlMs = integer(env, 'STRATA_IDEMPOTENCY_TTL_MS', 86_400_000, 1000);
+  const idempotencyHoldMs = integer(env, 'STRATA_IDEMPOTENCY_HOLD_MS', 10_000, 100);
+  if (idempotencyTtlMs < TTL_HOLDS * idempotencyHoldMs) {
+    throw new ConfigError(
+      `STRATA_IDEMPOTENCY_TTL_MS (${idempotencyTtlMs}) must be at least ${TTL_HOLDS} times STRATA_IDEMPOTENCY_HOLD_MS (${idempotencyHoldMs}): a key must outlive the holds of the writes it names; raise the first or lower the second`,
+    );
+  }
+  return { idempotencyTtlMs, idempotencyHoldMs };
+}
+
 export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
   const bootstrapKey = text(env, 'STRATA_BOOTSTRAP_KEY');
   if (bootstrapKey !== undefined && !/^sk_[A-Za-z0-9_-]{32,}$/.test(bootstrapKey)) {
@@ -238,8 +256,7 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     },
     upkeepIntervalMs: integer(env, 'STRATA_UPKEEP_INTERVAL_MS', 5_000, 10),
     upkeepLeaseMs: integer(env, 'STRATA_UPKEEP_LEASE_MS', 30_000, 300),
-    idempotencyTtlMs: integer(env, 'STRATA_IDEMPOTENCY_TTL_MS', 86_400_000, 1000),
-    idempotencyHoldMs: integer(env, 'STRATA_IDEMPOTENCY_HOLD_MS', 10_000, 100),
+    ...idempotency(env),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),

@@ -22,6 +22,16 @@ describe('configuration', () => {
     expect(config.dataDir).toMatch(/\/data$/);
   });
 
+  test('an idempotency key that would not outlive ten holds is refused at start-up, naming both settings', () => {
+    expect(() => loadConfig({ STRATA_IDEMPOTENCY_TTL_MS: '1000' })).toThrow(
+      /STRATA_IDEMPOTENCY_TTL_MS \(1000\) must be at least 10 times STRATA_IDEMPOTENCY_HOLD_MS \(10000\)/,
+    );
+    expect(loadConfig({ STRATA_IDEMPOTENCY_TTL_MS: '1000', STRATA_IDEMPOTENCY_HOLD_MS: '100' })).toMatchObject({
+      idempotencyTtlMs: 1000,
+      idempotencyHoldMs: 100,
+    });
+  });
+
   test('any integer setting round-trips, and anything that is not a whole number is refused by name', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER }), (n) => {

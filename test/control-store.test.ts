@@ -242,7 +242,7 @@ describe.each(flavours)('the $name control store', (flavour) => {
     expect(await a.acquireLease('t_other', 'node-a', 60_000)).toEqual(dropped);
   });
 
-  test('expired idempotency keys are swept by the next claim, a bounded batch at a time, never one a request holds', async () => {
+  test('expired idempotency keys are swept by the next claim, a bounded batch at a time, never an unresolved one', async () => {
     const url = await flavour.fresh();
     const store = await open(url);
     const scope = (key: string) => ({ accountId: 'acct', databaseId: 'db', key });
@@ -256,7 +256,8 @@ describe.each(flavours)('the $name control store', (flavour) => {
     // Answered.
     await store.beginIdempotent(scope('answered'), 'f', 'node-a', 60_000, 100);
     await store.finishIdempotent(scope('answered'), 'node-a', '{}');
-    // Failed after recording its intent, which let its hold go: once expired, a retry starts afresh (`decide`).
+    // Its node died after recording its intent (the hold let go): unresolved, it outlives its expiry until a retry
+    // finds out whether its write landed.
     await store.beginIdempotent(scope('failed'), 'f', 'node-a', 60_000, 100);
     expect(await store.recordIntent(scope('failed'), 'node-a', '{}')).toBe(true);
     await store.renewIdempotent(scope('failed'), 'node-a', -1);
@@ -271,7 +272,12 @@ describe.each(flavours)('the $name control store', (flavour) => {
 
     expect((await store.beginIdempotent(scope('next'), 'f', 'node-b', 60_000, 86_400_000)).kind).toBe('started');
 
-    expect(await keys()).toEqual(['kept', 'next', 'running']);
+    expect(await keys()).toEqual(['failed', 'kept', 'next', 'running']);
+    expect(await store.beginIdempotent(scope('failed'), 'f', 'node-b', 60_000, 86_400_000)).toEqual({
+      kind: 'resumed',
+      intent: '{}',
+    });
+    await store.finishIdempotent(scope('failed'), 'node-b', '{}');
     // The request still running records its intent and its answer as if nothing happened.
     expect(await store.recordIntent(scope('running'), 'node-a', '{}')).toBe(true);
     await store.finishIdempotent(scope('running'), 'node-a', '{"done":true}');

@@ -6,7 +6,10 @@ import { fingerprintOf } from '../src/http/idempotency.js';
 import { activeLocalDatabase, serveFile } from './support/server.js';
 import { ARROW, ipcOf, type Row, tablesOf } from './support/tables.js';
 
-const { strata, api } = serveFile({ STRATA_IDEMPOTENCY_TTL_MS: '1500' }, { database: 'idem' });
+const { strata, api } = serveFile(
+  { STRATA_IDEMPOTENCY_TTL_MS: '1500', STRATA_IDEMPOTENCY_HOLD_MS: '150' },
+  { database: 'idem' },
+);
 const db = tablesOf(api, 'idem');
 
 beforeAll(async () => {

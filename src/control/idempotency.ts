@@ -49,7 +49,10 @@ export function decide(
   fingerprint: string,
   nowMs: number,
 ): 'restart' | 'resume' | Exclude<IdempotencyBegin, { kind: 'resumed' | 'started' }> {
-  if (record.expiresMs < nowMs) return 'restart';
+  // A key outlives its expiry while its write is unresolved: still held by a live request, or recorded as about to
+  // commit by a node that died before answering. Started afresh, it would apply a write that may have landed.
+  const unresolved = record.state === 'running' && (record.runningUntilMs >= nowMs || record.intent !== null);
+  if (record.expiresMs < nowMs && !unresolved) return 'restart';
   // The key's write went to a table that is gone: nothing it wrote is in this one, so this request is new.
   if (sameRequestOtherTable(record.fingerprint, fingerprint)) return 'restart';
   if (record.fingerprint !== fingerprint) return { kind: 'mismatch' };
