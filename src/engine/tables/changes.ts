@@ -4,6 +4,26 @@ export type ChangeKind = 'append' | 'rewrite';
 /** How the rows of a table differ between two of its versions. */
 export type Difference = 'none' | ChangeKind;
 
+/** A version as Lance lists it, with the statistics its manifest keeps. */
+export interface VersionStats {
+  version: number;
+  metadata: Record<string, string>;
+}
+
+/**
+ * Whether a commit kept the rows as they were, by the statistics of its manifest and the one before: the same
+ * live rows, and no rows written to data files. Compaction and index commits only move or drop rows, never write
+ * new ones; any commit that changes rows (append, delete, replace, whichever node made it) breaks one of the two.
+ */
+function keptRows(before: Record<string, string> | undefined, after: Record<string, string> | undefined): boolean {
+  if (before === undefined || after === undefined) return false;
+  const number = (stats: Record<string, string>, key: string) => Number(stats[key] ?? Number.NaN);
+  return (
+    number(after, 'total_rows') === number(before, 'total_rows') &&
+    number(after, 'total_data_file_rows') <= number(before, 'total_data_file_rows')
+  );
+}
+
 /** Versions remembered per table; older ones are forgotten and read as unknown (a full reload). */
 const REMEMBERED = 4096;
 
@@ -35,16 +55,25 @@ export class TableChanges {
 
   /**
    * Runs a commit that leaves the rows as they were, and records the versions it made as such — unless a
-   * write overlapped it, in which case which version is whose is unknown and they stay unaccounted for.
+   * write of this worker overlapped it, in which case which version is whose is unknown and they stay unaccounted
+   * for. Another node may commit between its versions too (its writes are not counted here): only a version whose
+   * manifest shows it kept the rows (`keptRows`) is recorded.
    */
-  async maintain<T>(currentVersion: () => Promise<number>, run: () => Promise<T>): Promise<T> {
+  async maintain<T>(
+    currentVersion: () => Promise<number>,
+    run: () => Promise<T>,
+    versions: () => Promise<readonly VersionStats[]>,
+  ): Promise<T> {
     const before = await currentVersion();
     const generation = this.generation;
     const quiet = this.writesInFlight === 0;
     const result = await run();
     const after = await currentVersion();
-    if (quiet && this.writesInFlight === 0 && generation === this.generation) {
-      for (let v = before + 1; v <= after; v++) this.remember(v, 'none');
+    if (quiet && this.writesInFlight === 0 && generation === this.generation && after > before) {
+      const stats = new Map((await versions()).map((v) => [v.version, v.metadata]));
+      for (let v = before + 1; v <= after; v++) {
+        if (keptRows(stats.get(v - 1), stats.get(v))) this.remember(v, 'none');
+      }
     }
     return result;
   }

@@ -465,7 +465,12 @@ export class Upkeep {
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
       const run = () => this.jobs.run(this.tables.location, id, job);
-      const maintain = () => table.changes.maintain(() => table.lance.version(), run);
+      const maintain = () =>
+        table.changes.maintain(
+          () => table.lance.version(),
+          run,
+          () => table.lance.listVersions(),
+        );
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
       // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
