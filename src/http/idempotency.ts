@@ -72,6 +72,9 @@ export function fingerprintOf(parts: readonly (string | undefined)[]): string {
 /** Test builds only: the process kills itself after every Nth committed write, before answering it. */
 const CRASH_EVERY = Number(process.env.STRATA_TEST_CRASH_AFTER_COMMIT_EVERY ?? 0);
 let committed = 0;
+/** Test builds only: the process kills itself once every Nth write's intent is recorded, before it commits. */
+const CRASH_BEFORE_EVERY = Number(process.env.STRATA_TEST_CRASH_BEFORE_COMMIT_EVERY ?? 0);
+let intended = 0;
 
 /**
  * Claims the key for this request, once its body is read: undefined when the write should run, or an earlier
@@ -155,6 +158,7 @@ export async function idempotently<R>(
         );
       }
       stage = 'intended';
+      if (CRASH_BEFORE_EVERY > 0 && ++intended % CRASH_BEFORE_EVERY === 0) process.kill(process.pid, 'SIGKILL');
     },
   };
   try {

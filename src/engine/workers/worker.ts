@@ -4,17 +4,17 @@ import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
-import { connect } from '../lance.js';
+import { connect, type LanceTable } from '../lance.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
 import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
 import type { ExactRequest, HybridRequest, MatchRequest, RowsResult } from '../search/request.js';
 import { LanceSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
-import { type TableHandle, Tables } from '../tables/tables.js';
+import { closeHandle, type TableHandle, Tables } from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
-import { landed, type WriteHooks, type WriteIntent } from '../writes/intent.js';
+import { findCommit, type VersionReader, type WriteHooks, type WriteIntent } from '../writes/intent.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
 import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
@@ -136,8 +136,9 @@ export class DatabaseWorker {
   }
 
   /**
-   * What a write with this intent (and body) would have answered, if it is in the table (`landed`): the table's
-   * version now and, for a replace or delete, its counts. Undefined when it never landed.
+   * What a write with this intent (and body) answered, if it committed, found in the table's history
+   * (`findCommit`): the version it is placed at and, for a replace or delete, its counts. Undefined when it never
+   * committed; 422 when the versions that would tell were pruned.
    */
   recovered(
     table: string,
@@ -147,12 +148,28 @@ export class DatabaseWorker {
     return this.onTable(table, async (handle) => {
       if (handle.record.tableId !== intent.tableId) return undefined;
       const rows = body === undefined ? [] : (await this.rowsOf(handle, body)).batches;
-      if (!(await landed(handle, intent, rows))) return undefined;
-      const version = await handle.lance.version();
-      if (intent.kind === 'append') return { version };
-      const n = intent.keys.length;
-      return { version, counts: { matched: n, n_tombstoned: n, n_not_found: 0 } };
+      const reader = this.versionReader(handle);
+      try {
+        return await findCommit(handle, intent, rows, reader);
+      } finally {
+        reader.close();
+      }
     });
+  }
+
+  /** One handle of its own, checked out at each version asked for: the shared handle always reads the latest. */
+  private versionReader(handle: TableHandle): VersionReader {
+    let lance: LanceTable | undefined;
+    return {
+      at: async (version) => {
+        if (lance === undefined) lance = await this.tables.snapshot(handle.record, version);
+        else await lance.checkout(version);
+        return lance;
+      },
+      close: () => {
+        if (lance !== undefined) closeHandle(lance);
+      },
+    };
   }
 
   /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */

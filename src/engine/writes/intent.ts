@@ -1,19 +1,21 @@
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
-import { readAll } from '../lance.js';
+import { Unprocessable } from '../../errors.js';
+import { type LanceTable, readAll } from '../lance.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { rowKeysOf } from './rows.js';
 
 /**
  * What a write is about to commit, recorded (with its idempotency key) before the commit: after a crash between
- * the commit and the reply, a retry reads it to tell whether the write landed, and does not apply it again.
- * Keys are decimal strings (JSON has no 64-bit integers).
+ * the commit and the reply, a retry reads it to tell whether the write committed, and does not apply it again.
+ * Keys are decimal strings (JSON has no 64-bit integers). `fromVersion` is the table's version read before the
+ * write read anything: its commit, if any, is a later version. Intents recorded before it existed lack it.
  */
 export type WriteIntent =
-  | { kind: 'append'; tableId: string; firstKey: string; count: number }
-  | { kind: 'replace'; tableId: string; keys: string[] }
-  | { kind: 'delete'; tableId: string; keys: string[] };
+  | { kind: 'append'; tableId: string; firstKey: string; count: number; fromVersion?: number }
+  | { kind: 'replace'; tableId: string; keys: string[]; fromVersion?: number }
+  | { kind: 'delete'; tableId: string; keys: string[]; predicate?: string; fromVersion?: number };
 
 /**
  * Told a write's intent before it commits. What it records in the control store the write makes durable, with its
@@ -31,47 +33,136 @@ export interface WriteHooks {
   beforeCommit: BeforeCommit;
 }
 
-const keyList = (keys: readonly bigint[]) => keys.map(String).join(', ');
-const compareKeys = (a: bigint, b: bigint) => (a < b ? -1 : a > b ? 1 : 0);
+/** A write found in the table's history: the version it is placed at, and (replace, delete) its counts. */
+export interface Found {
+  version: number;
+  counts?: { matched: number; n_tombstoned: number; n_not_found: number };
+}
 
-/** The rows of `keys` now, in key order, without their keys. */
-async function rowsAt(table: TableHandle, keys: readonly bigint[], columns: readonly string[]): Promise<string> {
-  if (keys.length === 0) return '';
-  const found = await readAll(
-    table.lance
-      .query()
-      .where(`${ROW_KEY} IN (${keyList(keys)})`)
-      .select([ROW_KEY, ...columns])
-      .limit(keys.length),
-  );
-  const foundKeys = rowKeysOf(found);
-  const order = Array.from(foundKeys.keys()).sort((a, b) =>
-    compareKeys(foundKeys[a] as bigint, foundKeys[b] as bigint),
-  );
-  return JSON.stringify(order.map((i) => columns.map((c) => String(found.getChild(c)?.get(i)))));
+/** A read-only handle on the table, moved from version to version; closed by whoever opened it. */
+export interface VersionReader {
+  at(version: number): Promise<LanceTable>;
+  close(): void;
+}
+
+const keyList = (keys: readonly bigint[]) => keys.map(String).join(', ');
+
+/**
+ * One cell as text that tells every value apart: `String()` would make all structs "[object Object]" and a null
+ * "null" like the string. Arrow's vectors and struct rows turn into arrays and objects through their `toJSON`.
+ */
+function cellText(value: unknown): string {
+  return JSON.stringify(value, (_, v: unknown) => {
+    if (typeof v === 'bigint') return `${v}n`;
+    if (typeof v === 'number' && !Number.isFinite(v)) return `${v}`;
+    if (ArrayBuffer.isView(v) && !(v instanceof DataView)) {
+      return Array.from(v as unknown as ArrayLike<number | bigint>, (x) => (typeof x === 'bigint' ? `${x}n` : x));
+    }
+    return v;
+  });
+}
+
+/** The user's columns of each row, as text, by row key. */
+function rowsByKey(rows: InstanceType<typeof arrow.Table>, keys: BigInt64Array, columns: readonly string[]) {
+  const byKey = new Map<bigint, string>();
+  for (let i = 0; i < rows.numRows; i++) {
+    byKey.set(keys[i] as bigint, columns.map((c) => cellText(rows.getChild(c)?.get(i))).join('\u0000'));
+  }
+  return byKey;
 }
 
 /**
- * Whether a write with this intent is in the table: all the rows of an append (appends are atomic, so some means
- * all), none of a delete's rows, or a replace's rows exactly as its body says (re-applying a replace that
- * already landed would change nothing but the version).
+ * The test a version passes when the write is in it, or when applying it there would change nothing (so the
+ * write can be placed right after that version: the retry's answer stays true of the table's history).
+ *
+ * - append: its first row key is there. Keys are never reused, so only this write's commit ever holds it.
+ * - replace (a merge on row keys, which keeps them): every row of its keys still there equals the body's row
+ *   paired with that key. Its own commit passes; so does a version where the rows already held those values,
+ *   where merging them again would change nothing.
+ * - delete: none of its keys' rows still matches its predicate. Its own commit passes (a row it left was no
+ *   longer matched, or a concurrent rewrite would have failed it as a conflict); so does a version where another
+ *   write removed them, where deleting them again would change nothing.
+ *
+ * Each answers the number of its keys' rows the write affects at that version, or undefined when it fails.
  */
-export async function landed(table: TableHandle, intent: WriteIntent, rows: readonly RecordBatch[]): Promise<boolean> {
+function testOf(
+  handle: TableHandle,
+  intent: WriteIntent,
+  rows: readonly RecordBatch[],
+): (table: LanceTable) => Promise<number | undefined> {
   if (intent.kind === 'append') {
-    const first = BigInt(intent.firstKey);
-    const found = await table.lance.countRows(
-      `${ROW_KEY} >= ${first} AND ${ROW_KEY} < ${first + BigInt(intent.count)}`,
-    );
-    return found > 0;
+    const probe = `${ROW_KEY} = ${BigInt(intent.firstKey)}`;
+    return async (table) => ((await table.countRows(probe)) > 0 ? intent.count : undefined);
   }
   const keys = intent.keys.map(BigInt);
+  const inKeys = `${ROW_KEY} IN (${keyList(keys)})`;
   if (intent.kind === 'delete') {
-    return keys.length === 0 || (await table.lance.countRows(`${ROW_KEY} IN (${keyList(keys)})`)) === 0;
+    const probe = intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`;
+    return async (table) => ((await table.countRows(probe)) === 0 ? 0 : undefined);
   }
-  const columns = table.schema.fields.map((f) => f.name);
+  const columns = handle.schema.fields.map((f) => f.name);
   const sent = new arrow.Table(rows as RecordBatch[]);
-  const wanted = JSON.stringify(
-    Array.from({ length: sent.numRows }, (_, i) => columns.map((c) => String(sent.getChild(c)?.get(i)))),
+  // The body's rows were paired with the matched keys in order (writes.ts `replace`).
+  const wanted = rowsByKey(sent, BigInt64Array.from(keys), columns);
+  return async (table) => {
+    const found = await readAll(
+      table
+        .query()
+        .where(inKeys)
+        .select([ROW_KEY, ...columns])
+        .limit(keys.length),
+    );
+    const now = rowsByKey(found, rowKeysOf(found), columns);
+    for (const [key, row] of now) if (wanted.get(key) !== row) return undefined;
+    return now.size;
+  };
+}
+
+/** How many of a delete's rows matched its predicate at a version: what it tombstoned if it committed next. */
+async function stillMatched(table: LanceTable, intent: Extract<WriteIntent, { kind: 'delete' }>): Promise<number> {
+  const inKeys = `${ROW_KEY} IN (${keyList(intent.keys.map(BigInt))})`;
+  return table.countRows(intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`);
+}
+
+/**
+ * Whether a write with this intent committed, decided from the table's history rather than its rows now (another
+ * client may have changed those since): the versions after `fromVersion` are read one by one, oldest first, and
+ * the first that passes the write's test (`testOf`) is where the write is placed. When none does and every one of
+ * those versions is still kept, the write never committed: undefined, and the caller applies it. When upkeep
+ * pruned some of them (`STRATA_VERSION_RETENTION_MS`), its fate cannot be known: 422 rather than a guess.
+ */
+export async function findCommit(
+  handle: TableHandle,
+  intent: WriteIntent,
+  rows: readonly RecordBatch[],
+  reader: VersionReader,
+): Promise<Found | undefined> {
+  const test = testOf(handle, intent, rows);
+  const kept = (await handle.lance.listVersions()).map((v) => v.version);
+  const latest = kept.at(-1) ?? 0;
+  const from = intent.fromVersion;
+  // An append that is there now committed, whatever its history: one read, and no history needed.
+  if (intent.kind === 'append' && (await test(handle.lance)) !== undefined) return { version: latest };
+  const after = kept.filter((v) => from === undefined || v > from);
+  for (const version of after) {
+    const affected = await test(await reader.at(version));
+    if (affected === undefined) continue;
+    if (intent.kind === 'append') return { version };
+    const matched = intent.keys.length;
+    let tombstoned = affected;
+    if (intent.kind === 'delete') {
+      // Taken as this write's own commit: it tombstoned what still matched just before. (Another client's
+      // delete of exactly these rows in the same window looks the same; the rows end the same either way.)
+      tombstoned = kept.includes(version - 1) ? await stillMatched(await reader.at(version - 1), intent) : matched;
+    }
+    return { version, counts: { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned } };
+  }
+  // Pruning keeps a run of the newest versions: all of them since `from` are kept when they number that many.
+  if (from !== undefined && after.length === latest - from) return undefined;
+  throw new Unprocessable(
+    `whether the write first sent with this Idempotency-Key committed can no longer be told: the table's versions ` +
+      `since it started were pruned (STRATA_VERSION_RETENTION_MS); nothing was written. Check the table's rows, ` +
+      `then send the write again with a new key if it is missing`,
+    'unprocessable',
   );
-  return (await rowsAt(table, [...keys].sort(compareKeys), columns)) === wanted;
 }

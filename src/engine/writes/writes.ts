@@ -78,7 +78,9 @@ export async function append(
   return durably(table, async () => {
     if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
-    await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey: String(first), count: n });
+    const fromVersion = await versionBefore(table, beforeCommit);
+    const firstKey = String(first);
+    await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey, count: n, fromVersion });
     // Keys reused after a power cut would name two rows: the reservation (and the intent) is durable before the
     // rows are.
     await catalog.durable();
@@ -86,6 +88,14 @@ export async function append(
     const result = await recording(table, 'append', () => appendBatches(table.lance, withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
+}
+
+/**
+ * The table's version before a keyed write reads anything: its commit, if any, is a later one, which is where a
+ * retry after a crash looks for it (intent.ts `findCommit`). Unkeyed writes skip the read.
+ */
+async function versionBefore(table: TableHandle, beforeCommit: BeforeCommit | undefined): Promise<number | undefined> {
+  return beforeCommit === undefined ? undefined : table.lance.version();
 }
 
 /** The row keys `predicate` matches, in row order. */
@@ -109,6 +119,7 @@ export async function replace(
   const sent = rowCount(rows);
   const checked = checkPredicate(predicate, table.schema);
   return durably(table, async () => {
+    const fromVersion = await versionBefore(table, beforeCommit);
     const keys = await readingPredicate(() => matchedKeys(table, checked));
     if (keys.length !== sent) {
       throw new Conflict(
@@ -129,7 +140,12 @@ export async function replace(
       };
     }
     if (beforeCommit !== undefined) {
-      await beforeCommit({ kind: 'replace', tableId: table.record.tableId, keys: Array.from(keys, String) });
+      await beforeCommit({
+        kind: 'replace',
+        tableId: table.record.tableId,
+        keys: Array.from(keys, String),
+        fromVersion,
+      });
       await catalog.durable();
     }
     const merged = await recording(table, 'rewrite', () =>
@@ -161,10 +177,12 @@ export async function remove(
   const checked = checkPredicate(predicate, table.schema);
   return durably(table, async () => {
     // The rows' keys are read, not only counted: a retry checks them, and a read can be given a time limit.
+    const fromVersion = await versionBefore(table, beforeCommit);
     const keys = await readingPredicate(() => matchedKeys(table, checked));
     const matched = keys.length;
     if (matched > 0 && beforeCommit !== undefined) {
-      await beforeCommit({ kind: 'delete', tableId: table.record.tableId, keys: Array.from(keys, String) });
+      const tableId = table.record.tableId;
+      await beforeCommit({ kind: 'delete', tableId, keys: Array.from(keys, String), predicate: checked, fromVersion });
       await catalog.durable();
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
