@@ -9,6 +9,12 @@ export const DatabaseState = Type.Union([
 ]);
 export type DatabaseState = Type.Static<typeof DatabaseState>;
 
+/**
+ * States of a database whose deletion began (`purging`: with its objects). The control store records them; the
+ * API never shows them: a listing leaves such a database out, and a call on it answers 503 `database_deleting`.
+ */
+export type DeletionState = 'deleting' | 'purging';
+
 const S3Storage = Type.Object(
   {
     provider: Type.Literal('s3'),

@@ -1,13 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
-import type { DatabaseSummary as DatabaseSummaryBody, RegisterDatabaseBody } from '../contract/databases.js';
-import { Conflict, NotFound, Unprocessable } from '../errors.js';
+import type {
+  DatabaseState,
+  DatabaseSummary as DatabaseSummaryBody,
+  RegisterDatabaseBody,
+} from '../contract/databases.js';
+import { Conflict, NotFound, Unavailable, Unprocessable } from '../errors.js';
 import { bindingFrom } from '../storage/binding.js';
 import { TABLES_PREFIX } from '../storage/lance.js';
 import type { ObjectStore } from '../storage/objects.js';
 import { openObjects, type StorageEnv } from '../storage/open.js';
 import { type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
-import type { ControlStore, DatabaseRecord } from './store.js';
+import { type ControlStore, type DatabaseRecord, isBeingDeleted } from './store.js';
 
 /** The folder of a dataset the database created, relative to the binding prefix: all that purge deletes. */
 const datasetPrefix = (tableId: string): string => `${TABLES_PREFIX}/${tableId}.lance/`;
@@ -21,11 +25,30 @@ export interface WorkerPlacement {
 }
 
 /** How long calls on a database being deleted get to finish before its worker closes under them. */
-const DRAIN_MS = 10_000;
+export const DRAIN_MS = 10_000;
+
+/**
+ * What a purge waits, from recording the deletion, before it deletes objects when other nodes share the store:
+ * each of them drains its calls for up to `DRAIN_MS` once the deletion's notice reaches it, and a write that
+ * reserved its row keys before the deletion was recorded may still be committing. Objects deleted sooner could
+ * be written again under the purge (a folder left half deleted, a write acknowledged into it).
+ */
+const SETTLE_MS = DRAIN_MS + 2_000;
+
+/** Tries at deleting a dataset's objects before the purge gives up (and the next DELETE resumes it). */
+const PURGE_TRIES = 3;
+
+/** A database as the API shows it: never one whose deletion began. */
+export type ListedDatabase = DatabaseRecord & { state: DatabaseState };
+
+const listed = (db: DatabaseRecord): db is ListedDatabase => !isBeingDeleted(db.state);
+
+const beingDeletedNamed = (name: string): Unavailable =>
+  new Unavailable(`database "${name}" is being deleted`, 1, 'database_deleting');
 
 export type DatabaseSummary = Static<typeof DatabaseSummaryBody>;
 
-export const summary = (db: DatabaseRecord, externalId: string): DatabaseSummary => ({
+export const summary = (db: ListedDatabase, externalId: string): DatabaseSummary => ({
   name: db.name,
   created_ms: db.createdMs,
   state: db.state,
@@ -55,10 +78,10 @@ export class Databases {
   }
 
   /** Registers a database; answers it with the account's external id, which its binding was made with. */
-  async register(accountId: string, body: RegisterDatabaseBody): Promise<{ db: DatabaseRecord; externalId: string }> {
+  async register(accountId: string, body: RegisterDatabaseBody): Promise<{ db: ListedDatabase; externalId: string }> {
     const externalId = await this.externalId(accountId);
     const binding = await bindingFrom(body.storage, this.storage.policy, externalId);
-    const db: DatabaseRecord = {
+    const db: ListedDatabase = {
       id: `db_${randomUUID()}`,
       accountId,
       name: body.name,
@@ -71,8 +94,9 @@ export class Databases {
     return { db, externalId };
   }
 
-  async list(accountId: string): Promise<DatabaseRecord[]> {
-    return this.store.listDatabases(accountId);
+  /** The account's databases, but those whose deletion began: they answer 503 until they are gone. */
+  async list(accountId: string): Promise<ListedDatabase[]> {
+    return (await this.store.listDatabases(accountId)).filter(listed);
   }
 
   /** The account's database of that name; another account's is exactly as absent as a missing one. */
@@ -82,8 +106,9 @@ export class Databases {
     return db;
   }
 
-  async verify(accountId: string, name: string): Promise<{ db: DatabaseRecord; checks: VerifyCheckResult[] }> {
+  async verify(accountId: string, name: string): Promise<{ db: ListedDatabase; checks: VerifyCheckResult[] }> {
     const db = await this.get(accountId, name);
+    if (!listed(db)) throw beingDeletedNamed(name);
     // Claimed in the control store: one verification at a time on every node.
     if (!(await this.store.claimVerification(db.id, VERIFY_CLAIM_MS))) {
       throw new Conflict(`a verification of database "${name}" is already running`, undefined, 'verification_running');
@@ -117,7 +142,7 @@ export class Databases {
       // A database that already runs keeps its worker; any other one waits for placement.
       const state = db.state === 'active' ? 'active' : 'activating';
       await this.store.setDatabaseState(db.id, state, null);
-      const verified = { ...db, state, lastError: null } satisfies DatabaseRecord;
+      const verified = { ...db, state, lastError: null } satisfies ListedDatabase;
       if (state === 'activating') this.workers.activate(verified);
       return { db: verified, checks: outcome.checks };
     } finally {
@@ -125,27 +150,52 @@ export class Databases {
     }
   }
 
+  /**
+   * Deletes a database: first records that its deletion began (from then every node refuses its calls and its
+   * writes, and lets its worker go), then, for a purge, waits until no node can still be writing and deletes its
+   * datasets, then deletes its record. A deletion that fails part-way leaves the database refused (503
+   * `database_deleting`) until a DELETE resumes it; a purge once begun is always finished as a purge.
+   */
   async delete(accountId: string, name: string, purge: boolean): Promise<{ name: string; purged: boolean }> {
     const db = await this.get(accountId, name);
-    const end = await this.workers.retire(db.id, DRAIN_MS);
+    const marked = Date.now();
+    const state = await this.store.markDeleting(db.id, purge);
+    if (state === undefined) throw new NotFound(`database "${name}"`, 'unknown_database');
+    const purging = state === 'purging';
+    const settled = purging && this.store.shared ? pause(marked + SETTLE_MS - Date.now()) : Promise.resolve();
+    const [end] = await Promise.all([this.workers.retire(db.id, DRAIN_MS), settled]);
     let deleted = false;
     try {
-      if (purge) {
-        // Only the datasets this database created: never a listing of the prefix, which may hold anything.
-        const objects = await this.objects(db);
-        for (const tableId of await this.store.writtenTables(db.id)) {
-          await objects.deletePrefix(datasetPrefix(tableId));
-        }
-      }
+      if (purging) await this.purge(db);
       await this.store.deleteDatabase(db.id);
       deleted = true;
     } finally {
       end(deleted);
     }
-    return { name: db.name, purged: purge };
+    return { name: db.name, purged: purging };
+  }
+
+  /** Deletes the datasets the database created: never a listing of the prefix, which may hold anything. */
+  private async purge(db: DatabaseRecord): Promise<void> {
+    const objects = await this.objects(db);
+    for (const tableId of await this.store.writtenTables(db.id)) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await objects.deletePrefix(datasetPrefix(tableId));
+          break;
+        } catch (err) {
+          // A folder another process was still closing can refuse its removal once (ENOTEMPTY); what fails
+          // again is left to the next DELETE, with the database still refused meanwhile.
+          if (attempt >= PURGE_TRIES) throw err;
+          await pause(100 * attempt);
+        }
+      }
+    }
   }
 
   private objects(db: DatabaseRecord): Promise<ObjectStore> {
     return openObjects(db.binding, this.storage, `strata-${db.id}`.slice(0, 64));
   }
 }
+
+const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));

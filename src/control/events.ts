@@ -4,6 +4,8 @@
  */
 export type ControlEvent =
   | { kind: 'database_gone'; databaseId: string }
+  /** A database's deletion began: no call is admitted on it any more, and its worker is let go once drained. */
+  | { kind: 'database_deleting'; databaseId: string }
   | { kind: 'key_revoked'; hash: string }
   | { kind: 'resync' };
 

@@ -17,7 +17,19 @@ import {
   tableExists,
   tableFromRow,
 } from './records.js';
-import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
+import {
+  type Account,
+  type ApiKeyListing,
+  type ApiKeyRecord,
+  beingDeleted,
+  type ControlStore,
+  type DatabaseRecord,
+  DELETION_STATES_SQL,
+  type DeletionState,
+  isBeingDeleted,
+  type LeaseResult,
+  type StoredDatabaseState,
+} from './store.js';
 import { DROP_ORPHANED_LEASES, sweepExpiredIdempotency } from './sweeps.js';
 
 /** Numbered migrations; each runs once, in order, in a transaction, under the migration lock. Never edit one that shipped. */
@@ -109,6 +121,7 @@ const unavailable = () => new Unavailable('the control store is not answering; r
 /** The control store on PostgreSQL, shared by every node of a deployment (docs/deploy.md). */
 export class PostgresControlStore implements ControlStore {
   readonly events = new ControlEvents();
+  readonly shared = true;
   private listener: pg.Client | undefined;
   /** Whether the listener is connected and listening: only then can a cached key be trusted. */
   private listening = false;
@@ -409,8 +422,27 @@ export class PostgresControlStore implements ControlStore {
 
   async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
     await this.transaction(async (client) => {
-      await client.query('UPDATE databases SET state = $1, last_error = $2 WHERE id = $3', [state, lastError, id]);
-      if (state === 'verify_failed') await this.notify({ kind: 'database_gone', databaseId: id }, client);
+      const set = await client.query(
+        `UPDATE databases SET state = $1, last_error = $2 WHERE id = $3 AND state NOT IN ${DELETION_STATES_SQL}`,
+        [state, lastError, id],
+      );
+      if (state === 'verify_failed' && set.rowCount === 1) {
+        await this.notify({ kind: 'database_gone', databaseId: id }, client);
+      }
+    });
+  }
+
+  async markDeleting(id: string, purge: boolean): Promise<DeletionState | undefined> {
+    // The notice is sent with the commit: a node hears of the deletion only once the state says it.
+    return this.transaction(async (client) => {
+      const marked = await client.query<{ state: DeletionState }>(
+        `UPDATE databases SET state = CASE WHEN $2 OR state = 'purging' THEN 'purging' ELSE 'deleting' END
+           WHERE id = $1 RETURNING state`,
+        [id, purge],
+      );
+      const state = marked.rows[0]?.state;
+      if (state !== undefined) await this.notify({ kind: 'database_deleting', databaseId: id }, client);
+      return state;
     });
   }
 
@@ -460,6 +492,13 @@ export class PostgresControlStore implements ControlStore {
   async insertTable(table: TableRecord): Promise<void> {
     try {
       await this.transaction(async (client) => {
+        // Held until the table is recorded: a deletion marked meanwhile waits, and then its purge finds the table.
+        const owner = await client.query<{ state: StoredDatabaseState }>(
+          'SELECT state FROM databases WHERE id = $1 FOR SHARE',
+          [table.databaseId],
+        );
+        const state = owner.rows[0]?.state;
+        if (state !== undefined && isBeingDeleted(state)) throw beingDeleted();
         await client.query(
           'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES ($1, $2, $3, $4, $5, $6, $7)',
           [table.databaseId, table.name, table.tableId, table.schemaIpc, table.indexes, table.createdMs, table.state],
@@ -505,12 +544,21 @@ export class PostgresControlStore implements ControlStore {
   }
 
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
-    // One statement: the row lock it takes orders every node's reservations of the table.
-    const [row] = await this.query<{ next_row_key: string }>(
-      'UPDATE tables SET next_row_key = next_row_key + $1 WHERE table_id = $2 RETURNING next_row_key',
+    // One statement: the row lock it takes orders every node's reservations of the table. The database's row is
+    // shared-locked as its state is read, so each reservation is wholly before a deletion's mark (which waits for
+    // it) or sees it: no write reserves keys once the deletion is recorded.
+    const [row] = await this.query<{ state: StoredDatabaseState | null; next_row_key: string | null }>(
+      `WITH owner AS (
+         SELECT d.state FROM tables t JOIN databases d ON d.id = t.database_id WHERE t.table_id = $2 FOR SHARE OF d),
+       reserved AS (
+         UPDATE tables SET next_row_key = next_row_key + $1
+           WHERE table_id = $2 AND EXISTS (SELECT 1 FROM owner WHERE state NOT IN ${DELETION_STATES_SQL})
+           RETURNING next_row_key)
+       SELECT (SELECT state FROM owner) AS state, (SELECT next_row_key FROM reserved) AS next_row_key`,
       [count, tableId],
     );
-    if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
+    if (row?.state != null && isBeingDeleted(row.state)) throw beingDeleted();
+    if (row?.next_row_key == null) throw new Error(`table ${tableId} is not in the catalog`);
     return BigInt(row.next_row_key) - BigInt(count);
   }
 
@@ -521,7 +569,9 @@ export class PostgresControlStore implements ControlStore {
     // The table's catalog row is held (KEY SHARE, which no write of the table waits for) while the lease is
     // taken: a drop waits for this statement, and then ends the lease it took (`deleteTable`).
     const [row] = await this.query<{ held: boolean; took_over: boolean; dropped: boolean }>(
-      `WITH live AS (SELECT table_id FROM tables WHERE table_id = $1 FOR KEY SHARE),
+      `WITH live AS (
+         SELECT t.table_id FROM tables t JOIN databases d ON d.id = t.database_id
+           WHERE t.table_id = $1 AND d.state NOT IN ${DELETION_STATES_SQL} FOR KEY SHARE OF t),
             prior AS (SELECT holder FROM upkeep_leases WHERE table_id = $1),
             taken AS (
               INSERT INTO upkeep_leases (table_id, holder, expires_ms) SELECT table_id, $2, ${NOW_MS} + $3 FROM live

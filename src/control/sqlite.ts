@@ -18,7 +18,19 @@ import {
   idempotencyTable,
 } from './idempotency.js';
 import { databaseFromRow, type KeyRow, keyFromRow, tableExists, tableFromRow } from './records.js';
-import type { Account, ApiKeyListing, ApiKeyRecord, ControlStore, DatabaseRecord, LeaseResult } from './store.js';
+import {
+  type Account,
+  type ApiKeyListing,
+  type ApiKeyRecord,
+  beingDeleted,
+  type ControlStore,
+  type DatabaseRecord,
+  DELETION_STATES_SQL,
+  type DeletionState,
+  isBeingDeleted,
+  type LeaseResult,
+  type StoredDatabaseState,
+} from './store.js';
 import { DROP_ORPHANED_LEASES, sweepExpiredIdempotency } from './sweeps.js';
 
 /** Numbered migrations; each runs once, in order, inside a transaction. Never edit one that has shipped. */
@@ -79,6 +91,7 @@ const newExternalId = (): string => `ext_${randomBytes(16).toString('hex')}`;
 /** The embedded control store: one SQLite file in WAL mode, shared safely with the CLI's processes. */
 export class SqliteControlStore implements ControlStore {
   readonly events = new ControlEvents();
+  readonly shared = false;
   private readonly db: Database.Database;
   /** Each statement is prepared once: preparing cost more than running the point lookups every request makes. */
   private readonly statements = new Map<string, Database.Statement>();
@@ -283,8 +296,27 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void> {
-    this.statement('UPDATE databases SET state = ?, last_error = ? WHERE id = ?').run(state, lastError, id);
-    if (state === 'verify_failed') this.events.emit({ kind: 'database_gone', databaseId: id });
+    const set = this.statement(
+      `UPDATE databases SET state = ?, last_error = ? WHERE id = ? AND state NOT IN ${DELETION_STATES_SQL}`,
+    ).run(state, lastError, id);
+    if (state === 'verify_failed' && set.changes === 1) this.events.emit({ kind: 'database_gone', databaseId: id });
+  }
+
+  async markDeleting(id: string, purge: boolean): Promise<DeletionState | undefined> {
+    const marked = this.statement(
+      `UPDATE databases SET state = CASE WHEN ? OR state = 'purging' THEN 'purging' ELSE 'deleting' END
+         WHERE id = ? RETURNING state`,
+    ).get(purge ? 1 : 0, id) as { state: DeletionState } | undefined;
+    if (marked !== undefined) this.events.emit({ kind: 'database_deleting', databaseId: id });
+    return marked?.state;
+  }
+
+  /** Refuses a write to a database whose deletion began; run inside the write's own transaction. */
+  private assertNotBeingDeleted(databaseId: string): void {
+    const owner = this.statement('SELECT state FROM databases WHERE id = ?').get(databaseId) as
+      | { state: StoredDatabaseState }
+      | undefined;
+    if (owner !== undefined && isBeingDeleted(owner.state)) throw beingDeleted();
   }
 
   async markActive(id: string): Promise<void> {
@@ -327,6 +359,7 @@ export class SqliteControlStore implements ControlStore {
   async insertTable(table: TableRecord): Promise<void> {
     try {
       this.db.transaction(() => {
+        this.assertNotBeingDeleted(table.databaseId);
         this.statement(
           'INSERT INTO tables (database_id, name, table_id, schema_ipc, indexes, created_ms, state) VALUES (?, ?, ?, ?, ?, ?, ?)',
         ).run(
@@ -372,11 +405,18 @@ export class SqliteControlStore implements ControlStore {
   }
 
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
-    const row = this.relaxed(
-      () =>
-        this.statement('UPDATE tables SET next_row_key = next_row_key + ? WHERE table_id = ? RETURNING next_row_key')
+    const row = this.relaxed(() =>
+      this.db.transaction(() => {
+        const owner = this.statement('SELECT database_id FROM tables WHERE table_id = ?').get(tableId) as
+          | { database_id: string }
+          | undefined;
+        if (owner !== undefined) this.assertNotBeingDeleted(owner.database_id);
+        return this.statement(
+          'UPDATE tables SET next_row_key = next_row_key + ? WHERE table_id = ? RETURNING next_row_key',
+        )
           .safeIntegers(true)
-          .get(count, tableId) as { next_row_key: bigint } | undefined,
+          .get(count, tableId) as { next_row_key: bigint } | undefined;
+      })(),
     );
     if (row === undefined) throw new Error(`table ${tableId} is not in the catalog`);
     return row.next_row_key - BigInt(count);
@@ -388,7 +428,11 @@ export class SqliteControlStore implements ControlStore {
     return this.relaxed(() =>
       this.db
         .transaction((): LeaseResult => {
-          if (this.statement('SELECT 1 FROM tables WHERE table_id = ?').get(tableId) === undefined) {
+          const live = this.statement(
+            `SELECT 1 FROM tables t JOIN databases d ON d.id = t.database_id
+               WHERE t.table_id = ? AND d.state NOT IN ${DELETION_STATES_SQL}`,
+          ).get(tableId);
+          if (live === undefined) {
             return { held: false, tookOver: false, dropped: true };
           }
           const prior = this.statement('SELECT holder, expires_ms FROM upkeep_leases WHERE table_id = ?').get(

@@ -1,5 +1,6 @@
-import type { DatabaseState } from '../contract/databases.js';
+import type { DatabaseState, DeletionState } from '../contract/databases.js';
 import type { CatalogStore } from '../engine/tables/catalog.js';
+import { Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import type { ControlEvents } from './events.js';
 import type { IdempotencyBegin, IdempotencyScope } from './idempotency.js';
@@ -24,12 +25,29 @@ export interface ApiKeyListing extends ApiKeyRecord {
   accountName: string;
 }
 
+export type { DeletionState };
+
+/**
+ * A deletion state is recorded before anything is deleted, seen by every node at once (each request reads the
+ * state), and never left but by the record's deletion; the next DELETE resumes it.
+ */
+export type StoredDatabaseState = DatabaseState | DeletionState;
+
+export const isBeingDeleted = (state: StoredDatabaseState): state is DeletionState =>
+  state === 'deleting' || state === 'purging';
+
+/** The deletion states as an SQL list, for statements that must not touch a database being deleted. */
+export const DELETION_STATES_SQL = "('deleting', 'purging')";
+
+/** What the store answers a write (or a table creation) that reaches a database whose deletion began. */
+export const beingDeleted = (): Unavailable => new Unavailable('the database is being deleted', 1, 'database_deleting');
+
 export interface DatabaseRecord {
   id: string;
   accountId: string;
   name: string;
   createdMs: number;
-  state: DatabaseState;
+  state: StoredDatabaseState;
   binding: Binding;
   /** Why the last verification failed, for the 409 a data-plane call gets meanwhile. */
   lastError: string | null;
@@ -81,7 +99,17 @@ export interface ControlStore extends CatalogStore {
    * failed on another node must not be undone by a placement that raced it).
    */
   markActive(id: string): Promise<void>;
+  /** Sets the state of a database, unless its deletion began: that is never undone. */
   setDatabaseState(id: string, state: DatabaseState, lastError: string | null): Promise<void>;
+  /**
+   * Records that the database's deletion began (`purging` when `purge`, or when an earlier purge began), before
+   * anything is deleted, and tells every node (`database_deleting`). From its commit, row keys are not reserved
+   * and tables not created for it (503 `database_deleting`), and no upkeep lease is taken on its tables. Answers
+   * the state now recorded; undefined when the database is gone already.
+   */
+  markDeleting(id: string, purge: boolean): Promise<DeletionState | undefined>;
+  /** Whether several nodes may use this store at once (PostgreSQL), each admitting calls of its own. */
+  readonly shared: boolean;
   /**
    * Claims the database's verification for `forMs` (one at a time across every node): false while another
    * claim holds. The claim lapses by itself, so a node that died verifying does not block the next one.

@@ -5,7 +5,7 @@ import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequ
 import pino, { type DestinationStream } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from '../config.js';
-import { Databases } from '../control/databases.js';
+import { Databases, DRAIN_MS } from '../control/databases.js';
 import type { ControlStore } from '../control/store.js';
 import { WorkerPool } from '../engine/workers/pool.js';
 import { ApiError } from '../errors.js';
@@ -204,8 +204,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // After a lost notice (the listener reconnected), every placed worker is checked against the store.
   const letGo = (id: string) =>
     workers.release(id).catch((err: unknown) => app.log.error({ err, database: id }, 'letting a worker go failed'));
+  // A deletion begun on any node: this node admits no more calls on the database, lets those under way finish
+  // (the purge waits for them), then lets its worker go. It never serves it again, whatever the deletion's end.
+  const retire = (id: string) =>
+    workers.retire(id, DRAIN_MS).then(
+      (end) => end(true),
+      (err: unknown) => app.log.error({ err, database: id }, 'retiring a worker failed'),
+    );
   const stopFollowing = store.events.on((event) => {
     if (event.kind === 'database_gone') void letGo(event.databaseId);
+    else if (event.kind === 'database_deleting') void retire(event.databaseId);
     else if (event.kind === 'resync')
       for (const id of workers.placedIds()) {
         store.databaseExists(id).then(

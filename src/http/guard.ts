@@ -1,4 +1,4 @@
-import { admit, deleting } from '../engine/workers/gate.js';
+import { admit, deleting, type GatedDatabase } from '../engine/workers/gate.js';
 import type { DatabaseWorker } from '../engine/workers/worker.js';
 import { ApiError, NotFound } from '../errors.js';
 import type { AppContext } from './context.js';
@@ -25,7 +25,7 @@ export async function withWorker<T>(
   } catch (err) {
     if (err instanceof ApiError && !GONE_CODES.has(err.code)) throw err;
     if (ctx.workers.isRetiring(db.id)) throw deleting(db.name);
-    let now: { id: string };
+    let now: { id: string; state: GatedDatabase['state'] };
     try {
       now = await ctx.databases.get(accountId, database);
     } catch (lookup) {
@@ -33,6 +33,8 @@ export async function withWorker<T>(
     }
     // Deleted and made again under its name: the call's database is gone all the same.
     if (now.id !== db.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+    // Its deletion began on another node, whose purge may have taken the files this call was reading.
+    if (now.state === 'deleting' || now.state === 'purging') throw deleting(db.name);
     throw err;
   } finally {
     lease.release();

@@ -1,11 +1,11 @@
-import type { DatabaseState } from '../../contract/databases.js';
+import type { DatabaseState, DeletionState } from '../../contract/databases.js';
 import { Conflict, Unavailable } from '../../errors.js';
 import type { WorkerPool } from './pool.js';
 import type { DatabaseRef, Lease } from './worker.js';
 
 /** A database as the gate needs it: what the worker serves, and the state the control store holds. */
 export interface GatedDatabase extends DatabaseRef {
-  state: DatabaseState;
+  state: DatabaseState | DeletionState;
   /** Why the last verification failed, for the 409 a data-plane call gets meanwhile. */
   lastError: string | null;
 }
@@ -44,5 +44,9 @@ export async function admit(workers: WorkerPool, db: GatedDatabase): Promise<Lea
     case 'active':
       // An idle worker may have been let go; placing it again is quick unless the node is full (503).
       return workers.acquire(db);
+    case 'deleting':
+    case 'purging':
+      // Read from the store on every call: a deletion begun on any node refuses calls on every node at once.
+      throw deleting(db.name);
   }
 }
