@@ -534,12 +534,14 @@ export class PostgresControlStore implements ControlStore {
     await this.query('UPDATE tables SET state = $1 WHERE table_id = $2', [state, tableId]);
   }
 
-  async deleteTable(tableId: string): Promise<void> {
+  async deleteTable(tableId: string): Promise<boolean> {
     // Two statements: the second's snapshot sees a lease that an `acquireLease` holding the table's row (which
-    // the first waited for) committed meanwhile.
-    await this.transaction(async (client) => {
-      await client.query('DELETE FROM tables WHERE table_id = $1', [tableId]);
+    // the first waited for) committed meanwhile. Of drops racing on several nodes, the first waits for none and
+    // the others wait for its commit and then delete nothing: the row count says which one removed the entry.
+    return this.transaction(async (client) => {
+      const deleted = await client.query('DELETE FROM tables WHERE table_id = $1', [tableId]);
       await client.query('DELETE FROM upkeep_leases WHERE table_id = $1', [tableId]);
+      return deleted.rowCount === 1;
     });
   }
 

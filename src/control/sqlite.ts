@@ -397,10 +397,11 @@ export class SqliteControlStore implements ControlStore {
     this.statement('UPDATE tables SET state = ? WHERE table_id = ?').run(state, tableId);
   }
 
-  async deleteTable(tableId: string): Promise<void> {
-    this.db.transaction(() => {
-      this.statement('DELETE FROM tables WHERE table_id = ?').run(tableId);
+  async deleteTable(tableId: string): Promise<boolean> {
+    return this.db.transaction(() => {
+      const deleted = this.statement('DELETE FROM tables WHERE table_id = ?').run(tableId);
       this.statement('DELETE FROM upkeep_leases WHERE table_id = ?').run(tableId);
+      return deleted.changes === 1;
     })();
   }
 

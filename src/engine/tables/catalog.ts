@@ -20,7 +20,11 @@ export interface CatalogStore {
   findTable(databaseId: string, name: string): Promise<TableRecord | undefined>;
   listTables(databaseId: string): Promise<TableRecord[]>;
   setTableState(tableId: string, state: TableRecord['state']): Promise<void>;
-  deleteTable(tableId: string): Promise<void>;
+  /**
+   * Removes a table's entry and ends its upkeep lease. True only for the call that removed the entry: when several
+   * nodes drop one table at once, the others get false (their drop answers as if the table were not there).
+   */
+  deleteTable(tableId: string): Promise<boolean>;
   /** Reserves `count` consecutive row keys of a table; returns the first. It lasts a power cut once `durable`. */
   reserveRowKeys(tableId: string, count: number): Promise<bigint>;
   /** Makes every change committed so far last a power cut; a write calls it once, right before its own commit. */

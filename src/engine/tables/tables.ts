@@ -181,24 +181,29 @@ export class Tables {
       const open = this.handles.get(record.tableId);
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
-      await this.forget(record, purge);
+      // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
+      if (!(await this.forget(record, purge))) throw new NotFound(`table "${name}"`, 'unknown_table');
       return { table_name: name, purged: purge, location: `${this.location.publicUri}/${record.tableId}.lance` };
     });
   }
 
-  /** Removes a table from the catalog (first, so the name is free at once) and, with `purge`, its files. */
-  private async forget(record: TableRecord, purge: boolean): Promise<void> {
-    await this.catalog.deleteTable(record.tableId);
+  /**
+   * Removes a table from the catalog (first, so the name is free at once) and, with `purge`, its files. False when
+   * another node removed the entry first: that node's drop deletes the files, if asked to.
+   */
+  private async forget(record: TableRecord, purge: boolean): Promise<boolean> {
+    const removed = await this.catalog.deleteTable(record.tableId);
     const open = this.handles.get(record.tableId);
     this.handles.delete(record.tableId);
     this.folders.delete(record.tableId);
     const handle = await open?.catch(() => undefined);
     if (handle !== undefined) closeHandle(handle.lance);
-    if (purge) {
+    if (purge && removed) {
       await this.connection.dropTable(record.tableId).catch((err: unknown) => {
         if (!isMissingDataset(err)) throw err;
       });
     }
+    return removed;
   }
 
   /** What `/v1/schema` answers: the columns with their indexes beside them, and the Arrow schema. */

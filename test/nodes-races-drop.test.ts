@@ -1,0 +1,70 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { rememberSecret } from './support/logs.js';
+import { freshControlUrl } from './support/postgres.js';
+import { cli, type Served, serveProcess } from './support/processes.js';
+import { activeLocalDatabase, type Client, client } from './support/server.js';
+import { tablesOf } from './support/tables.js';
+
+/**
+ * One table dropped through three nodes at once: one drop wins, the others answer as a single node answers a drop
+ * of a table that is not there. Three `strata serve` processes on one PostgreSQL and one data folder, 25 rounds
+ * (about 20 s): the race was lost in about half of the rounds, so a few rounds alone would prove little.
+ */
+
+const ROUNDS = 25;
+
+const cleanups: (() => Promise<void> | void)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+describe('three nodes on one PostgreSQL', () => {
+  let apis: Client[];
+  beforeAll(async () => {
+    const controlUrl = await freshControlUrl();
+    const dataDir = mkdtempSync(join(tmpdir(), 'strata-drop-races-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
+    const secret = created.stdout.trim();
+    rememberSecret(secret);
+    const nodes: Served[] = await Promise.all(
+      [0, 1, 2].map(() => serveProcess(dataDir, { STRATA_CONTROL_URL: controlUrl })),
+    );
+    cleanups.push(() => {
+      for (const node of nodes) node.child.kill('SIGKILL');
+    });
+    apis = nodes.map((node) => client(node.url, `Bearer ${secret}`));
+    await activeLocalDatabase(apis[0] as Client, 'shop');
+  }, 60_000);
+
+  for (const purge of [false, true]) {
+    test(`a table dropped${purge ? ' with purge' : ''} through every node at once: one 200, the others 404 unknown_table`, async () => {
+      const tables = apis.map((api) => tablesOf(api, 'shop'));
+      const [first] = tables;
+      if (first === undefined) throw new Error('no node');
+      const outcomes: string[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const name = `dropped_${purge ? 'p' : 'k'}${round}`;
+        expect((await first.create({ table_name: name, schema: [{ name: 'id', type: 'i64' }] })).status).toBe(200);
+        expect((await first.append(name, [{ id: round }])).status).toBe(200);
+
+        const answers = await Promise.all(tables.map((t) => t.drop(name, purge)));
+
+        outcomes.push(answers.map((a) => `${a.status} ${String(a.json.code ?? '')}`.trim()).join(', '));
+        const won = answers.filter((a) => a.status === 200);
+        expect(won, `round ${round}: ${outcomes.at(-1)}`).toHaveLength(1);
+        expect(won[0]?.json.purged).toBe(purge);
+        for (const lost of answers.filter((a) => a.status !== 200)) {
+          expect(lost.status, `round ${round}: ${outcomes.at(-1)}`).toBe(404);
+          expect(lost.json.code).toBe('unknown_table');
+        }
+        for (const t of tables) {
+          expect((await t.list()).json.tables.map((table) => table.table_name)).not.toContain(name);
+        }
+      }
+    }, 120_000);
+  }
+});
