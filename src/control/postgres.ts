@@ -118,6 +118,12 @@ function isUnreachable(err: unknown): boolean {
 
 const unavailable = () => new Unavailable('the control store is not answering; retry', 1, 'control_store_unavailable');
 
+/** Ways for a test to hold the store at a point where a race can happen; a served node sets none. */
+export interface PostgresTestHooks {
+  /** Awaited by a key lookup after PostgreSQL answered it, before the key may be remembered. */
+  testHoldKeyLookup?: () => Promise<void>;
+}
+
 /** The control store on PostgreSQL, shared by every node of a deployment (docs/deploy.md). */
 export class PostgresControlStore implements ControlStore {
   readonly events = new ControlEvents();
@@ -127,15 +133,22 @@ export class PostgresControlStore implements ControlStore {
   private listening = false;
   /** Live keys by hash, dropped when a revocation is heard (`key_revoked`) and all at once when not listening. */
   private readonly keys = new Map<string, ApiKeyRecord>();
+  /**
+   * Moves on with every revocation heard and every start or break of the listener. A lookup remembers its key
+   * only if it did not move while the lookup ran: a read that began before a revocation can answer after the
+   * notice was handled, and would otherwise put the revoked key back.
+   */
+  private keyGeneration = 0;
   private closed = false;
 
   private constructor(
     private readonly pool: pg.Pool,
     private readonly url: string,
+    private readonly hooks: PostgresTestHooks,
   ) {}
 
   /** Connects, brings the schema up to date under the migration lock, and starts listening for other nodes. */
-  static async open(url: string): Promise<PostgresControlStore> {
+  static async open(url: string, hooks: PostgresTestHooks = {}): Promise<PostgresControlStore> {
     const pool = new pg.Pool({
       connectionString: url,
       max: 10,
@@ -148,7 +161,7 @@ export class PostgresControlStore implements ControlStore {
     // An idle connection that breaks (the server restarted) is dropped by the pool; without a listener the
     // error would end the process.
     pool.on('error', () => undefined);
-    const store = new PostgresControlStore(pool, url);
+    const store = new PostgresControlStore(pool, url, hooks);
     try {
       await store.migrate();
     } catch (err) {
@@ -255,6 +268,7 @@ export class PostgresControlStore implements ControlStore {
     heartbeat.unref();
     const reconnect = () => {
       this.listening = false;
+      this.keyGeneration++;
       this.keys.clear();
       clearInterval(heartbeat);
       if (again) return;
@@ -268,7 +282,10 @@ export class PostgresControlStore implements ControlStore {
       if (message.channel !== CHANNEL || message.payload === undefined) return;
       try {
         const event = JSON.parse(message.payload) as ControlEvent;
-        if (event.kind === 'key_revoked') this.keys.delete(event.hash);
+        if (event.kind === 'key_revoked') {
+          this.keyGeneration++;
+          this.keys.delete(event.hash);
+        }
         this.events.emit(event);
       } catch {
         // A notice this build cannot read is ignored.
@@ -280,6 +297,7 @@ export class PostgresControlStore implements ControlStore {
       .then(() => {
         if (again) return;
         this.listening = true;
+        this.keyGeneration++;
         this.events.emit({ kind: 'resync' });
       })
       .catch(reconnect);
@@ -339,12 +357,14 @@ export class PostgresControlStore implements ControlStore {
   async findKeyByHash(hash: string): Promise<ApiKeyRecord | undefined> {
     const cached = this.listening ? this.keys.get(hash) : undefined;
     if (cached !== undefined) return cached;
-    const listening = this.listening;
+    const generation = this.keyGeneration;
     const [row] = await this.query<KeyRow>('SELECT * FROM api_keys WHERE hash = $1', [hash]);
     if (row === undefined) return undefined;
+    await this.hooks.testHoldKeyLookup?.();
     const key = keyFromRow(row);
-    // Remembered only if the listener ran throughout the read: a revocation announced meanwhile was heard.
-    if (key.revokedMs === null && listening && this.listening) {
+    // Remembered only if the listener ran throughout the read and heard no revocation meanwhile: the row may
+    // predate a revocation whose notice was handled while it travelled.
+    if (key.revokedMs === null && this.listening && generation === this.keyGeneration) {
       if (this.keys.size >= KEYS_CACHED) this.keys.delete(this.keys.keys().next().value as string);
       this.keys.set(hash, key);
     }
