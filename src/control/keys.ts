@@ -1,5 +1,5 @@
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Account, ControlStore } from './store.js';
+import type { Account, ApiKeyRecord, ControlStore } from './store.js';
 
 export const KEY_PATTERN = /^sk_[A-Za-z0-9_-]{32,}$/;
 
@@ -18,12 +18,18 @@ export interface IssuedKey {
   account: Account;
 }
 
+/** What the store keeps of a new live key of an account: its hash, never the secret. */
+export function keyRecord(accountId: string, secret: string): ApiKeyRecord {
+  const id = `key_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
+  return { id, accountId, hash: hashKey(secret), createdMs: Date.now(), revokedMs: null };
+}
+
 /** Stores the hash of `secret` (a new one unless given) for the named account; the secret is returned once. */
 export async function issueKey(store: ControlStore, accountName: string, secret = newSecret()): Promise<IssuedKey> {
   const account = await store.ensureAccount(accountName);
-  const id = `key_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
-  await store.insertKey({ id, accountId: account.id, hash: hashKey(secret), createdMs: Date.now(), revokedMs: null });
-  return { id, secret, account };
+  const key = keyRecord(account.id, secret);
+  await store.insertKey(key);
+  return { id: key.id, secret, account };
 }
 
 /**

@@ -83,9 +83,10 @@ const MIGRATIONS: readonly string[] = [
   DROP_ORPHANED_LEASES,
 ];
 
-/** Keys of PostgreSQL advisory locks the service takes: migrations, and the registration of a database. */
+/** Keys of PostgreSQL advisory locks the service takes: migrations, the registration of a database, the first key. */
 const MIGRATION_LOCK = 0x5354_5241; // "STRA"
 const REGISTRATION_LOCK = 0x5354_5242;
+const BOOTSTRAP_LOCK = 0x5354_5243;
 
 /** The channel on which nodes tell each other what changed (LISTEN/NOTIFY). */
 const CHANNEL = 'strata_control';
@@ -391,6 +392,21 @@ export class PostgresControlStore implements ControlStore {
   async countKeys(): Promise<number> {
     const [row] = await this.query<{ n: string }>('SELECT count(*) AS n FROM api_keys');
     return Number(row?.n ?? 0);
+  }
+
+  async insertFirstKey(key: ApiKeyRecord): Promise<boolean> {
+    return this.transaction(async (client) => {
+      // Nodes starting together each find no key; the lock makes them look one after another, and a count read
+      // after taking it sees the key an earlier holder committed.
+      await client.query('SELECT pg_advisory_xact_lock($1)', [BOOTSTRAP_LOCK]);
+      const held = await client.query('SELECT 1 FROM api_keys LIMIT 1');
+      if (held.rows.length > 0) return false;
+      await client.query(
+        'INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES ($1, $2, $3, $4, $5)',
+        [key.id, key.accountId, key.hash, key.createdMs, key.revokedMs],
+      );
+      return true;
+    });
   }
 
   async insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void> {

@@ -256,6 +256,19 @@ export class SqliteControlStore implements ControlStore {
     return (this.statement('SELECT count(*) AS n FROM api_keys').get() as { n: number }).n;
   }
 
+  async insertFirstKey(key: ApiKeyRecord): Promise<boolean> {
+    // Immediate: the write lock is taken before the check, so another process on the same file (the CLI) waits.
+    return this.db
+      .transaction(() => {
+        if (this.statement('SELECT 1 FROM api_keys LIMIT 1').get() !== undefined) return false;
+        this.statement(
+          'INSERT INTO api_keys (id, account_id, hash, created_ms, revoked_ms) VALUES (?, ?, ?, ?, ?)',
+        ).run(key.id, key.accountId, key.hash, key.createdMs, key.revokedMs);
+        return true;
+      })
+      .immediate();
+  }
+
   async insertDatabase(db: DatabaseRecord, maxPerAccount: number): Promise<void> {
     // IMMEDIATE: the checks and the insert hold the write lock together, so two registrations cannot both pass.
     this.db

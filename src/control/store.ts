@@ -82,6 +82,11 @@ export interface ControlStore extends CatalogStore {
   /** True when a live key of that id was revoked now. */
   revokeKey(id: string, nowMs: number): Promise<boolean>;
   countKeys(): Promise<number>;
+  /**
+   * Stores the key only if the store holds no key at all, atomically across every node (nodes started together
+   * on an empty store all try it): true for the one call that stored it.
+   */
+  insertFirstKey(key: ApiKeyRecord): Promise<boolean>;
 
   findAccount(id: string): Promise<Account | undefined>;
 
