@@ -158,6 +158,9 @@ export class Databases {
    */
   async delete(accountId: string, name: string, purge: boolean): Promise<{ name: string; purged: boolean }> {
     const db = await this.get(accountId, name);
+    // The bucket is reached before the deletion is recorded: one that cannot be (or a binding no longer allowed)
+    // refuses the purge with the database as it was, still serving, rather than leave it refused.
+    const objects = purge || db.state === 'purging' ? await this.reachable(db) : undefined;
     const marked = Date.now();
     const state = await this.store.markDeleting(db.id, purge);
     if (state === undefined) throw new NotFound(`database "${name}"`, 'unknown_database');
@@ -166,7 +169,7 @@ export class Databases {
     const [end] = await Promise.all([this.workers.retire(db.id, DRAIN_MS), settled]);
     let deleted = false;
     try {
-      if (purging) await this.purge(db);
+      if (purging) await this.purge(db, objects ?? (await this.objects(db)));
       await this.store.deleteDatabase(db.id);
       deleted = true;
     } finally {
@@ -175,9 +178,16 @@ export class Databases {
     return { name: db.name, purged: purging };
   }
 
-  /** Deletes the datasets the database created: never a listing of the prefix, which may hold anything. */
-  private async purge(db: DatabaseRecord): Promise<void> {
+  /** The database's objects, once a first dataset of it could be listed. */
+  private async reachable(db: DatabaseRecord): Promise<ObjectStore> {
     const objects = await this.objects(db);
+    const [first] = await this.store.writtenTables(db.id);
+    if (first !== undefined) await objects.list(datasetPrefix(first));
+    return objects;
+  }
+
+  /** Deletes the datasets the database created: never a listing of the prefix, which may hold anything. */
+  private async purge(db: DatabaseRecord, objects: ObjectStore): Promise<void> {
     for (const tableId of await this.store.writtenTables(db.id)) {
       for (let attempt = 1; ; attempt++) {
         try {
