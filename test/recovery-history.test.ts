@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
@@ -183,4 +183,51 @@ test('writes that did not commit, retried after other clients committed, are app
     { id: 3, v: 3 },
     { id: 4, v: 4 },
   ]);
+}, 120_000);
+
+/** The folders of the versions each table's dataset keeps. */
+function versionFolders(): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const path = join(dir, entry.name);
+      if (entry.name === '_versions') found.push(path);
+      else walk(path);
+    }
+  };
+  walk(dataDir);
+  return found;
+}
+
+const keptIn = (folder: string) => readdirSync(folder).filter((f) => f.endsWith('.manifest')).length;
+
+test('a write whose versions were pruned before its retry is refused with 422, not applied again', async () => {
+  // Every version but the latest is pruned as soon as upkeep passes.
+  // A dead node's upkeep lease on the table lapses soon too.
+  const PRUNING = {
+    STRATA_VERSION_RETENTION_MS: '0',
+    STRATA_UPKEEP_INTERVAL_MS: '100',
+    STRATA_UPKEEP_LEASE_MS: '300',
+  };
+  await start(BASE);
+  const before = new Set(versionFolders());
+  await createTable('p', [{ id: 1, v: 1 }]);
+  const [versions] = versionFolders().filter((f) => !before.has(f));
+  if (versions === undefined) throw new Error("table p's versions folder not found");
+  await start({ ...AFTER_COMMIT, ...PRUNING });
+  await crashOn('/v1/append/db?table=p', { data: [{ id: 2, v: 2 }] }, 'append-p');
+  await start({ ...BASE, ...PRUNING });
+  const deleted = await api.request('POST', `/v1/delete/db?table=p&predicate=${byId(2)}`, undefined, JSON_REPLY);
+  expect(deleted.json).toMatchObject({ matched: 1, n_tombstoned: 1 });
+  for (let waited = 0; keptIn(versions) > 1; waited += 100) {
+    expect(waited, `versions kept: ${keptIn(versions)}`).toBeLessThan(30_000);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  const again = await retry('/v1/append/db?table=p', { data: [{ id: 2, v: 2 }] }, 'append-p');
+  expect(again.status, JSON.stringify(again.json)).toBe(422);
+  expect(again.json).toMatchObject({ code: 'unprocessable' });
+  expect(String(again.json.error)).toMatch(/STRATA_VERSION_RETENTION_MS/);
+  expect(await rows('p')).toEqual([{ id: 1, v: 1 }]);
 }, 120_000);
