@@ -35,6 +35,13 @@ export const DRAIN_MS = 10_000;
  */
 const SETTLE_MS = DRAIN_MS + 2_000;
 
+/**
+ * How long a purge waits at most, past `SETTLE_MS`, for other nodes' upkeep on its tables to end: a pass under
+ * way (an index build, a compaction) writes to the dataset until it ends, and its lease lasts until then or until
+ * it runs out (`STRATA_UPKEEP_LEASE_MS`, 30 s by default), since it is not renewed once the deletion is recorded.
+ */
+const UPKEEP_WAIT_MS = 120_000;
+
 /** Tries at deleting a dataset's objects before the purge gives up (and the next DELETE resumes it). */
 const PURGE_TRIES = 3;
 
@@ -169,13 +176,24 @@ export class Databases {
     const [end] = await Promise.all([this.workers.retire(db.id, DRAIN_MS), settled]);
     let deleted = false;
     try {
-      if (purging) await this.purge(db, objects ?? (await this.objects(db)));
+      if (purging) {
+        await this.upkeepEnded(db);
+        await this.purge(db, objects ?? (await this.objects(db)));
+      }
       await this.store.deleteDatabase(db.id);
       deleted = true;
     } finally {
       end(deleted);
     }
     return { name: db.name, purged: purging };
+  }
+
+  /** Waits until no node's upkeep holds a lease on the database's tables, or `UPKEEP_WAIT_MS` passed. */
+  private async upkeepEnded(db: DatabaseRecord): Promise<void> {
+    for (const until = Date.now() + UPKEEP_WAIT_MS; Date.now() < until; ) {
+      if ((await this.store.upkeepLeasesHeld(db.id)) === 0) return;
+      await pause(200);
+    }
   }
 
   /** The database's objects, once a first dataset of it could be listed. */

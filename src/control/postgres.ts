@@ -468,6 +468,15 @@ export class PostgresControlStore implements ControlStore {
     });
   }
 
+  async upkeepLeasesHeld(databaseId: string): Promise<number> {
+    const [row] = await this.query<{ n: string }>(
+      `SELECT count(*) AS n FROM upkeep_leases l JOIN tables t ON t.table_id = l.table_id
+         WHERE t.database_id = $1 AND l.expires_ms >= ${NOW_MS}`,
+      [databaseId],
+    );
+    return Number(row?.n ?? 0);
+  }
+
   async markDeleting(id: string, purge: boolean): Promise<DeletionState | undefined> {
     // The notice is sent with the commit: a node hears of the deletion only once the state says it.
     return this.transaction(async (client) => {

@@ -315,6 +315,14 @@ export class SqliteControlStore implements ControlStore {
     if (state === 'verify_failed' && set.changes === 1) this.events.emit({ kind: 'database_gone', databaseId: id });
   }
 
+  async upkeepLeasesHeld(databaseId: string): Promise<number> {
+    const row = this.statement(
+      `SELECT count(*) AS n FROM upkeep_leases l JOIN tables t ON t.table_id = l.table_id
+         WHERE t.database_id = ? AND l.expires_ms >= ?`,
+    ).get(databaseId, Date.now()) as { n: number };
+    return row.n;
+  }
+
   async markDeleting(id: string, purge: boolean): Promise<DeletionState | undefined> {
     const marked = this.statement(
       `UPDATE databases SET state = CASE WHEN ? OR state = 'purging' THEN 'purging' ELSE 'deleting' END

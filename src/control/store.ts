@@ -116,6 +116,11 @@ export interface ControlStore extends CatalogStore {
   /** Whether several nodes may use this store at once (PostgreSQL), each admitting calls of its own. */
   readonly shared: boolean;
   /**
+   * Upkeep leases held, and not run out, on the database's tables: upkeep that may still be writing to them. A
+   * node hands its leases back when its upkeep stops, and a lease is not renewed once the deletion is recorded.
+   */
+  upkeepLeasesHeld(databaseId: string): Promise<number>;
+  /**
    * Claims the database's verification for `forMs` (one at a time across every node): false while another
    * claim holds. The claim lapses by itself, so a node that died verifying does not block the next one.
    */
