@@ -162,8 +162,9 @@ export class DatabaseWorker {
     let lance: LanceTable | undefined;
     return {
       at: async (version) => {
-        if (lance === undefined) lance = await this.tables.snapshot(handle.record, version);
-        else await lance.checkout(version);
+        // Opened at the latest version, which pruning never removes, so that a failed checkout leaves it to close.
+        lance ??= await this.tables.snapshot(handle.record, await handle.lance.version());
+        await lance.checkout(version);
         return lance;
       },
       close: () => {

@@ -1,7 +1,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Unprocessable } from '../../errors.js';
-import { type LanceTable, readAll } from '../lance.js';
+import { isMissingDataset, type LanceTable, readAll } from '../lance.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { rowKeysOf } from './rows.js';
@@ -130,6 +130,11 @@ async function stillMatched(table: LanceTable, intent: Extract<WriteIntent, { ki
  * the first that passes the write's test (`testOf`) is where the write is placed. When none does and every one of
  * those versions is still kept, the write never committed: undefined, and the caller applies it. When upkeep
  * pruned some of them (`STRATA_VERSION_RETENTION_MS`), its fate cannot be known: 422 rather than a guess.
+ *
+ * A write that committed is usually found at once (its commit is among the first versions after `fromVersion`);
+ * one that did not reads every version since. At 100k rows, with compaction every 10 commits, a version cost
+ * about 1 ms to read for an append and 2 ms for an update or delete (130 versions: 117, 240 and 187 ms); without
+ * compaction, 500 one-row commits made versions of many fragments and 9 to 70 ms each.
  */
 export async function findCommit(
   handle: TableHandle,
@@ -144,8 +149,18 @@ export async function findCommit(
   // An append that is there now committed, whatever its history: one read, and no history needed.
   if (intent.kind === 'append' && (await test(handle.lance)) !== undefined) return { version: latest };
   const after = kept.filter((v) => from === undefined || v > from);
+  let pruned = false;
   for (const version of after) {
-    const affected = await test(await reader.at(version));
+    const table = await reader.at(version).catch((err: unknown) => {
+      // Upkeep may prune a version between the listing and its reading: it then tells nothing, like one pruned before.
+      if (isMissingDataset(err)) return undefined;
+      throw err;
+    });
+    if (table === undefined) {
+      pruned = true;
+      continue;
+    }
+    const affected = await test(table);
     if (affected === undefined) continue;
     if (intent.kind === 'append') return { version };
     const matched = intent.keys.length;
@@ -158,7 +173,7 @@ export async function findCommit(
     return { version, counts: { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned } };
   }
   // Pruning keeps a run of the newest versions: all of them since `from` are kept when they number that many.
-  if (from !== undefined && after.length === latest - from) return undefined;
+  if (!pruned && from !== undefined && after.length === latest - from) return undefined;
   throw new Unprocessable(
     `whether the write first sent with this Idempotency-Key committed can no longer be told: the table's versions ` +
       `since it started were pruned (STRATA_VERSION_RETENTION_MS); nothing was written. Check the table's rows, ` +
