@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -23,9 +23,10 @@ afterAll(async () => {
 
 describe('three nodes on one PostgreSQL', () => {
   let apis: Client[];
+  let dataDir: string;
   beforeAll(async () => {
     const controlUrl = await freshControlUrl();
-    const dataDir = mkdtempSync(join(tmpdir(), 'strata-drop-races-'));
+    dataDir = mkdtempSync(join(tmpdir(), 'strata-drop-races-'));
     cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
     const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
     const secret = created.stdout.trim();
@@ -57,6 +58,9 @@ describe('three nodes on one PostgreSQL', () => {
         const won = answers.filter((a) => a.status === 200);
         expect(won, `round ${round}: ${outcomes.at(-1)}`).toHaveLength(1);
         expect(won[0]?.json.purged).toBe(purge);
+        // The winner's purge ran (a loser's drop must not skip it), and without purge the files stay.
+        const location = String(won[0]?.json.location).replace(/^local:\/\//, '');
+        expect(existsSync(join(dataDir, 'buckets', location))).toBe(!purge);
         for (const lost of answers.filter((a) => a.status !== 200)) {
           expect(lost.status, `round ${round}: ${outcomes.at(-1)}`).toBe(404);
           expect(lost.json.code).toBe('unknown_table');
