@@ -15,7 +15,7 @@ import { client } from './support/server.js';
  * and without STRATA_BOOTSTRAP_KEY (about 60 s). Rounds alternate between a fresh database and one whose schema
  * exists but holds no key (a CLI listed the keys first): on a fresh one the nodes queue for the migrations and
  * start their bootstrap a little apart, so the race there is narrow; without migrations to run it is lost in most
- * rounds.
+ * rounds. Then one node on SQLite, whose store makes the first key the same way.
  */
 
 const ROUNDS = 4;
@@ -70,7 +70,7 @@ describe('three nodes started at once on an empty PostgreSQL', () => {
       expect(keyRows).toBe(1);
       for (const node of served) {
         expect((await client(node.url, `Bearer ${secret}`).get('/v1/databases')).status).toBe(200);
-        expect(node.output()).not.toMatch(PRINTED);
+        expect(node.output()).not.toContain('No API key existed');
       }
       for (const node of served) node.child.kill('SIGKILL');
     }
@@ -92,4 +92,26 @@ describe('three nodes started at once on an empty PostgreSQL', () => {
       for (const node of served) node.child.kill('SIGKILL');
     }
   }, 90_000);
+});
+
+describe('one node on its embedded SQLite store', () => {
+  test('it makes and prints its one key, and a restart makes none', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'strata-bootstrap-sqlite-'));
+    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const first = await serveProcess(dataDir);
+    const printed = [...first.output().matchAll(PRINTED)].map((m) => m[1] ?? '');
+    expect(printed).toHaveLength(1);
+    const secret = printed[0] ?? '';
+    rememberSecret(secret);
+    expect((await client(first.url, `Bearer ${secret}`).get('/v1/databases')).status).toBe(200);
+    first.child.kill('SIGTERM');
+    await first.exited;
+
+    const again = await serveProcess(dataDir);
+    cleanups.push(() => {
+      again.child.kill('SIGKILL');
+    });
+    expect(again.output()).not.toContain('No API key existed');
+    expect((await client(again.url, `Bearer ${secret}`).get('/v1/databases')).status).toBe(200);
+  }, 30_000);
 });
