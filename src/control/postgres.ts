@@ -445,6 +445,11 @@ export class PostgresControlStore implements ControlStore {
     return row === undefined ? undefined : databaseFromRow(row);
   }
 
+  async databaseState(id: string): Promise<StoredDatabaseState | undefined> {
+    const [row] = await this.query<{ state: StoredDatabaseState }>('SELECT state FROM databases WHERE id = $1', [id]);
+    return row?.state;
+  }
+
   async databaseExists(id: string): Promise<boolean> {
     return (await this.query('SELECT 1 FROM databases WHERE id = $1', [id])).length > 0;
   }

@@ -304,6 +304,13 @@ export class SqliteControlStore implements ControlStore {
     return this.all('SELECT * FROM databases WHERE account_id = ? ORDER BY name', databaseFromRow, accountId);
   }
 
+  async databaseState(id: string): Promise<StoredDatabaseState | undefined> {
+    const row = this.statement('SELECT state FROM databases WHERE id = ?').get(id) as
+      | { state: StoredDatabaseState }
+      | undefined;
+    return row?.state;
+  }
+
   async databaseExists(id: string): Promise<boolean> {
     return this.statement('SELECT 1 FROM databases WHERE id = ?').get(id) !== undefined;
   }

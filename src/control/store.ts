@@ -99,6 +99,8 @@ export interface ControlStore extends CatalogStore {
   findDatabase(accountId: string, name: string): Promise<DatabaseRecord | undefined>;
   listDatabases(accountId: string): Promise<DatabaseRecord[]>;
   databaseExists(id: string): Promise<boolean>;
+  /** The database's state; undefined once it is gone. */
+  databaseState(id: string): Promise<StoredDatabaseState | undefined>;
   /**
    * Marks a database whose worker was placed `active`, unless meanwhile it left `activating` (a verification that
    * failed on another node must not be undone by a placement that raced it).

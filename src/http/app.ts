@@ -6,7 +6,7 @@ import pino, { type DestinationStream } from 'pino';
 import pretty from 'pino-pretty';
 import type { Config } from '../config.js';
 import { Databases, DRAIN_MS } from '../control/databases.js';
-import type { ControlStore } from '../control/store.js';
+import { type ControlStore, isBeingDeleted } from '../control/store.js';
 import { WorkerPool } from '../engine/workers/pool.js';
 import { ApiError } from '../errors.js';
 import { SqlMemoryBudget } from '../sql/memory-budget.js';
@@ -216,8 +216,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     else if (event.kind === 'database_deleting') void retire(event.databaseId);
     else if (event.kind === 'resync')
       for (const id of workers.placedIds()) {
-        store.databaseExists(id).then(
-          (exists) => (exists ? undefined : letGo(id)),
+        // A deletion begun while the notice was lost is retired here as if heard.
+        store.databaseState(id).then(
+          (state) => (state === undefined ? letGo(id) : isBeingDeleted(state) ? retire(id) : undefined),
           () => undefined,
         );
       }
