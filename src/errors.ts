@@ -27,6 +27,8 @@ export const ERROR_CODES = {
   write_conflict: 'Another write to the table committed first and this one was not applied; send it again.',
   idempotency_in_flight: 'A request with the same Idempotency-Key is still running; retry after Retry-After.',
   idempotency_key_reused: 'The Idempotency-Key was used for a different request (route, table, predicate or body).',
+  idempotency_unresolvable:
+    'Whether the first write with this Idempotency-Key committed can no longer be told (its table versions were pruned).',
   row_count_mismatch: 'An update’s replacement rows do not number the rows its predicate matched.',
   limit_exceeded: 'A tenant limit: a count (409) or a rate or concurrency (429, Retry-After).',
   body_too_large: 'The body is larger than STRATA_MAX_BODY_BYTES.',

@@ -227,7 +227,7 @@ test('a write whose versions were pruned before its retry is refused with 422, n
 
   const again = await retry('/v1/append/db?table=p', { data: [{ id: 2, v: 2 }] }, 'append-p');
   expect(again.status, JSON.stringify(again.json)).toBe(422);
-  expect(again.json).toMatchObject({ code: 'unprocessable' });
+  expect(again.json).toMatchObject({ code: 'idempotency_unresolvable' });
   expect(String(again.json.error)).toMatch(/STRATA_VERSION_RETENTION_MS/);
   expect(await rows('p')).toEqual([{ id: 1, v: 1 }]);
 }, 120_000);
