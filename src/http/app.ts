@@ -109,6 +109,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         intervalMs: config.upkeepIntervalMs,
         annMinRows: config.annMinRows,
         retainMs: config.versionRetentionMs,
+        othersWrite: store.shared,
       },
       upkeepObserver: metrics.upkeep,
       upkeepLeases: {

@@ -12,8 +12,9 @@ export interface VersionStats {
 
 /**
  * Whether a commit kept the rows as they were, by the statistics of its manifest and the one before: the same
- * live rows, and no rows written to data files. Compaction and index commits only move or drop rows, never write
- * new ones; any commit that changes rows (append, delete, replace, whichever node made it) breaks one of the two.
+ * live rows, and no more rows in data files. Compaction and index commits only move or drop rows; an append or a
+ * delete breaks one of the two, and so does a replace of some rows of a fragment (it adds data-file rows), but
+ * not a replace of every row of whole fragments (the old fragments go as the new ones come).
  */
 function keptRows(before: Record<string, string> | undefined, after: Record<string, string> | undefined): boolean {
   if (before === undefined || after === undefined) return false;
@@ -56,8 +57,9 @@ export class TableChanges {
   /**
    * Runs a commit that leaves the rows as they were, and records the versions it made as such — unless a
    * write of this worker overlapped it, in which case which version is whose is unknown and they stay unaccounted
-   * for. Another node may commit between its versions too (its writes are not counted here): only a version whose
-   * manifest shows it kept the rows (`keptRows`) is recorded.
+   * for. And only a version whose manifest shows it kept the rows (`keptRows`) is recorded: a commit no write of
+   * this worker made (another process's) is then not taken for upkeep's, though a replace of whole fragments can
+   * pass that check, which is why upkeep does not use this where other nodes write (`UpkeepOptions.othersWrite`).
    */
   async maintain<T>(
     currentVersion: () => Promise<number>,

@@ -13,6 +13,12 @@ export interface UpkeepOptions {
   annMinRows: number;
   /** Table versions older than this are pruned. */
   retainMs: number;
+  /**
+   * Whether other nodes write these tables too (a shared control store). Their commits can fall between upkeep's
+   * own, and no statistic of a version tells a replace of whole fragments from a compaction: upkeep's versions
+   * are then left unaccounted for, and SQL reloads what they touched as it does for any other node's commit.
+   */
+  othersWrite: boolean;
 }
 
 /**
@@ -463,14 +469,17 @@ export class Upkeep {
     const lost = this.preempted.get(id) ?? 0;
     const started = performance.now();
     try {
-      // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep.
+      // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep; not where other
+      // nodes write (`othersWrite`).
       const run = () => this.jobs.run(this.tables.location, id, job);
       const maintain = () =>
-        table.changes.maintain(
-          () => table.lance.version(),
-          run,
-          () => table.lance.listVersions(),
-        );
+        this.options.othersWrite
+          ? run()
+          : table.changes.maintain(
+              () => table.lance.version(),
+              run,
+              () => table.lance.listVersions(),
+            );
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
       // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
