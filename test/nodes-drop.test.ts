@@ -5,9 +5,9 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rememberSecret } from './support/logs.js';
-import { freshControlUrl } from './support/postgres.js';
+import { startNodes } from './support/nodes.js';
 import { cli, type Served, serveProcess } from './support/processes.js';
-import { type Client, client, eventually } from './support/server.js';
+import { activeLocalDatabase, type Client, client, eventually } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 /**
@@ -46,15 +46,6 @@ const failedPasses = (node: Served) =>
     .split('\n')
     .filter((line) => line.includes('index upkeep failed')).length;
 
-async function activeDatabase(api: Client, name: string): Promise<void> {
-  expect((await api.post('/v1/databases', { name, storage: { provider: 'local', bucket: name } })).status).toBe(201);
-  expect((await api.post(`/v1/databases/${name}/storage/verify`)).status).toBe(200);
-  await eventually(
-    async () => (await api.get<{ databases: { name: string; state: string }[] }>('/v1/databases')).json,
-    (list) => list.databases.some((d) => d.name === name && d.state === 'active'),
-  );
-}
-
 /**
  * Creates tables `dropped` and `kept` through the first node, writes both through the last one (the only node that
  * opens them, so its upkeep takes their leases), waits until it holds both, drops `dropped` through the first node,
@@ -66,7 +57,7 @@ async function dropWhileLookedAfter(install: Install, database: string, purge: b
   // The leases of this case's tables only: an earlier case's table may be looked after still.
   const earlier = new Set((await install.leases()).keys());
   const leases = async () => new Map([...(await install.leases())].filter(([id]) => !earlier.has(id)));
-  await activeDatabase(first, database);
+  await activeLocalDatabase(first, database);
   for (const table of ['dropped', 'kept']) {
     const created = await tablesOf(first, database).create({
       table_name: table,
@@ -109,24 +100,15 @@ async function dropWhileLookedAfter(install: Install, database: string, purge: b
 describe('two nodes on one PostgreSQL', () => {
   let install: Install;
   beforeAll(async () => {
-    const controlUrl = await freshControlUrl();
-    const dataDir = mkdtempSync(join(tmpdir(), 'strata-drop-nodes-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
-    const secret = created.stdout.trim();
-    rememberSecret(secret);
-    const nodes = await Promise.all(
-      [0, 1].map(() => serveProcess(dataDir, { ...env, STRATA_CONTROL_URL: controlUrl })),
-    );
-    cleanups.push(() => {
-      for (const node of nodes) node.child.kill('SIGKILL');
-    });
+    const started = await startNodes(2, env);
+    cleanups.push(() => started.stop());
+    const { controlUrl, nodes, apis } = started;
     const control = new pg.Client({ connectionString: controlUrl });
     await control.connect();
     cleanups.push(() => control.end());
     install = {
       nodes,
-      apis: nodes.map((node) => client(node.url, `Bearer ${secret}`)),
+      apis,
       async leases() {
         const rows = await control.query<{ table_id: string; holder: string }>(
           'SELECT table_id, holder FROM upkeep_leases',

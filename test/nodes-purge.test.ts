@@ -1,11 +1,8 @@
-import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, renameSync, symlinkSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { rememberSecret } from './support/logs.js';
-import { freshControlUrl } from './support/postgres.js';
-import { cli, type Served, serveProcess } from './support/processes.js';
-import { type Client, client, eventually } from './support/server.js';
+import { type Nodes, startNodes } from './support/nodes.js';
+import { type Client, eventually } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 /**
@@ -16,28 +13,15 @@ import { tablesOf } from './support/tables.js';
  * waits for the others to let the database go, 12 s each, and one case purges twice).
  */
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
-
-let nodes: Served[];
+let install: Nodes;
 let apis: Client[];
 let dataDir: string;
 
 beforeAll(async () => {
-  const controlUrl = await freshControlUrl();
-  dataDir = mkdtempSync(join(tmpdir(), 'strata-purge-nodes-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
-  const secret = created.stdout.trim();
-  rememberSecret(secret);
-  nodes = await Promise.all([0, 1, 2].map(() => serveProcess(dataDir, { STRATA_CONTROL_URL: controlUrl })));
-  cleanups.push(() => {
-    for (const node of nodes) node.child.kill('SIGKILL');
-  });
-  apis = nodes.map((node) => client(node.url, `Bearer ${secret}`));
+  install = await startNodes(3);
+  ({ apis, dataDir } = install);
 }, 60_000);
+afterAll(() => install?.stop());
 
 const api = (i: number) => apis[i] as Client;
 

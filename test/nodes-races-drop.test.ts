@@ -1,11 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { rememberSecret } from './support/logs.js';
-import { freshControlUrl } from './support/postgres.js';
-import { cli, type Served, serveProcess } from './support/processes.js';
-import { activeLocalDatabase, type Client, client } from './support/server.js';
+import { type Nodes, startNodes } from './support/nodes.js';
+import { activeLocalDatabase, type Client } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 /**
@@ -16,30 +13,16 @@ import { tablesOf } from './support/tables.js';
 
 const ROUNDS = 25;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
-
 describe('three nodes on one PostgreSQL', () => {
+  let install: Nodes;
   let apis: Client[];
   let dataDir: string;
   beforeAll(async () => {
-    const controlUrl = await freshControlUrl();
-    dataDir = mkdtempSync(join(tmpdir(), 'strata-drop-races-'));
-    cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-    const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
-    const secret = created.stdout.trim();
-    rememberSecret(secret);
-    const nodes: Served[] = await Promise.all(
-      [0, 1, 2].map(() => serveProcess(dataDir, { STRATA_CONTROL_URL: controlUrl })),
-    );
-    cleanups.push(() => {
-      for (const node of nodes) node.child.kill('SIGKILL');
-    });
-    apis = nodes.map((node) => client(node.url, `Bearer ${secret}`));
+    install = await startNodes(3);
+    ({ apis, dataDir } = install);
     await activeLocalDatabase(apis[0] as Client, 'shop');
   }, 60_000);
+  afterAll(() => install?.stop());
 
   for (const purge of [false, true]) {
     test(`a table dropped${purge ? ' with purge' : ''} through every node at once: one 200, the others 404 unknown_table`, async () => {

@@ -1,11 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, expect, test } from 'vitest';
-import { rememberSecret } from './support/logs.js';
-import { freshControlUrl } from './support/postgres.js';
-import { cli, type Served, serveProcess } from './support/processes.js';
-import { type Client, client, eventually } from './support/server.js';
+import { type Nodes, startNodes } from './support/nodes.js';
+import { activeLocalDatabase, type Client } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 /**
@@ -19,19 +14,8 @@ import { tablesOf } from './support/tables.js';
 const BATCHES = 60;
 const ROWS = 300;
 
-const cleanups: (() => Promise<void> | void)[] = [];
-afterAll(async () => {
-  for (const cleanup of cleanups.reverse()) await cleanup();
-});
-
-async function activeDatabase(api: Client, name: string): Promise<void> {
-  expect((await api.post('/v1/databases', { name, storage: { provider: 'local', bucket: name } })).status).toBe(201);
-  expect((await api.post(`/v1/databases/${name}/storage/verify`)).status).toBe(200);
-  await eventually(
-    async () => (await api.get<{ databases: { name: string; state: string }[] }>('/v1/databases')).json,
-    (list) => list.databases.some((d) => d.name === name && d.state === 'active'),
-  );
-}
+let install: Nodes | undefined;
+afterAll(() => install?.stop());
 
 const count = async (api: Client): Promise<number> => {
   const res = await api.request<{ data: { n: number }[] }>(
@@ -45,19 +29,10 @@ const count = async (api: Client): Promise<number> => {
 };
 
 test('SQL counts every acknowledged batch on every node, the upkeep node included', async () => {
-  const controlUrl = await freshControlUrl();
-  const dataDir = mkdtempSync(join(tmpdir(), 'strata-sql-fresh-'));
-  cleanups.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const secret = (await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl })).stdout.trim();
-  rememberSecret(secret);
-  const env = { STRATA_CONTROL_URL: controlUrl, STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_UPKEEP_LEASE_MS: '1500' };
-  const nodes: Served[] = await Promise.all([0, 1, 2].map(() => serveProcess(dataDir, env)));
-  cleanups.push(() => {
-    for (const node of nodes) node.child.kill('SIGKILL');
-  });
-  const apis = nodes.map((node) => client(node.url, `Bearer ${secret}`));
+  install = await startNodes(3, { STRATA_UPKEEP_INTERVAL_MS: '100', STRATA_UPKEEP_LEASE_MS: '1500' });
+  const { apis } = install;
   const [loader] = apis as [Client];
-  await activeDatabase(loader, 'db');
+  await activeLocalDatabase(loader, 'db');
   const created = await tablesOf(loader, 'db').create({
     table_name: 't',
     schema: [

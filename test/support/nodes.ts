@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rememberSecret } from './logs.js';
+import { freshControlUrl } from './postgres.js';
+import { cli, type Served, serveProcess } from './processes.js';
+import { type Client, client } from './server.js';
+
+/** Several `strata serve` processes on one fresh PostgreSQL database and one data folder. */
+export interface Nodes {
+  controlUrl: string;
+  dataDir: string;
+  nodes: Served[];
+  /** A client of account `acme` on each node. */
+  apis: Client[];
+  /** Kills the nodes and deletes the data folder. */
+  stop(): void;
+}
+
+/** Starts `count` nodes with `env` over the control store's URL, and makes a key of account `acme` for them. */
+export async function startNodes(count: number, env: Record<string, string> = {}): Promise<Nodes> {
+  const controlUrl = await freshControlUrl();
+  const dataDir = mkdtempSync(join(tmpdir(), 'strata-nodes-'));
+  const created = await cli(['keys', 'create', '--account', 'acme'], { STRATA_CONTROL_URL: controlUrl });
+  const secret = created.stdout.trim();
+  rememberSecret(secret);
+  const nodes = await Promise.all(
+    Array.from({ length: count }, () => serveProcess(dataDir, { ...env, STRATA_CONTROL_URL: controlUrl })),
+  );
+  return {
+    controlUrl,
+    dataDir,
+    nodes,
+    apis: nodes.map((node) => client(node.url, `Bearer ${secret}`)),
+    stop() {
+      for (const node of nodes) node.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
