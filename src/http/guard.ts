@@ -23,20 +23,51 @@ export async function withWorker<T>(
   try {
     return await work(lease.worker);
   } catch (err) {
-    if (err instanceof ApiError && !GONE_CODES.has(err.code)) throw err;
-    if (ctx.workers.isRetiring(db.id)) throw deleting(db.name);
-    let now: { id: string; state: GatedDatabase['state'] };
-    try {
-      now = await ctx.databases.get(accountId, database);
-    } catch (lookup) {
-      throw lookup instanceof NotFound ? lookup : err;
-    }
-    // Deleted and made again under its name: the call's database is gone all the same.
-    if (now.id !== db.id) throw new NotFound(`database "${database}"`, 'unknown_database');
-    // Its deletion began on another node, whose purge may have taken the files this call was reading.
-    if (now.state === 'deleting' || now.state === 'purging') throw deleting(db.name);
-    throw err;
+    return await answeredAsDeletion(ctx, accountId, database, db, err);
   } finally {
     lease.release();
   }
+}
+
+/**
+ * `withWorker` for a write: its answer is given only if the database was still there once it committed. A purge
+ * deletes a database's files once every node has had its drain time; a commit that the bucket delayed beyond
+ * that lands in files already deleted, and is answered as the deletion (503 or 404), never acknowledged.
+ */
+export function withWriter<T>(
+  ctx: AppContext,
+  accountId: string,
+  database: string,
+  work: (worker: DatabaseWorker) => Promise<T>,
+): Promise<T> {
+  return withWorker(ctx, accountId, database, async (worker) => {
+    const result = await work(worker);
+    const now = await ctx.databases.get(accountId, database);
+    if (now.id !== worker.ref.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+    if (now.state === 'deleting' || now.state === 'purging') throw deleting(now.name);
+    return result;
+  });
+}
+
+/** The error a failed call answers: its own, or the database's deletion when that is what failed it. */
+async function answeredAsDeletion(
+  ctx: AppContext,
+  accountId: string,
+  database: string,
+  db: { id: string; name: string },
+  err: unknown,
+): Promise<never> {
+  if (err instanceof ApiError && !GONE_CODES.has(err.code)) throw err;
+  if (ctx.workers.isRetiring(db.id)) throw deleting(db.name);
+  let now: { id: string; state: GatedDatabase['state'] };
+  try {
+    now = await ctx.databases.get(accountId, database);
+  } catch (lookup) {
+    throw lookup instanceof NotFound ? lookup : err;
+  }
+  // Deleted and made again under its name: the call's database is gone all the same.
+  if (now.id !== db.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+  // Its deletion began on another node, whose purge may have taken the files this call was reading.
+  if (now.state === 'deleting' || now.state === 'purging') throw deleting(db.name);
+  throw err;
 }

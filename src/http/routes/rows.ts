@@ -17,7 +17,7 @@ import type { RowsBody as Rows } from '../../engine/writes/rows.js';
 import type { RowCounts as Counts, WriteResult } from '../../engine/writes/writes.js';
 import { BadRequest } from '../../errors.js';
 import { JSON_TYPE, negotiate, PREFERENCE_APPLIED, prefersMinimal, ROW_ENCODINGS, sendRows } from '../encode.js';
-import { withWorker } from '../guard.js';
+import { withWriter } from '../guard.js';
 import { idempotently, REPLAYED_HEADER, type StoredAnswer } from '../idempotency.js';
 
 const errors = errorReplies(404, 406, 409, 413, 415, 503);
@@ -90,7 +90,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const encoding = prefersMinimal(req) ? undefined : negotiate(req, ROW_ENCODINGS);
       const { table } = req.query;
       const body = rowsOf(req);
-      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['append', table, undefined],
           run: (hooks) => worker.append(table, body, hooks),
@@ -130,7 +130,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       const encoding = negotiate(req, [JSON_TYPE, ARROW_STREAM]);
       const { table, predicate } = req.query;
       const body = rowsOf(req);
-      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['update', table, predicate],
           run: (hooks) => worker.replace(table, predicate, body, hooks),
@@ -167,7 +167,7 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req, reply) => {
       const { table, predicate } = req.query;
-      const result = await withWorker(ctx, req.accountId, req.params.database, async (worker) => {
+      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
         const outcome = await idempotently(ctx, req, worker.ref.id, {
           fingerprint: ['delete', table, predicate],
           run: (hooks) => worker.remove(table, predicate, hooks),
