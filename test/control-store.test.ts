@@ -218,6 +218,47 @@ describe.each(flavours)('the $name control store', (flavour) => {
     expect(await a.acquireLease('t1', 'node-a', 300)).toEqual(held(false));
   });
 
+  test("a pass's lease is renewed through its database's deletion, which a purge waits for; no pass starts", async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'purged');
+    await a.insertDatabase(db, 10);
+    for (const id of ['t_busy', 't_idle']) await a.insertTable(readyTable(db.id, id));
+    const dropped = { held: false, tookOver: false, dropped: true };
+    expect(await a.acquireLease('t_busy', 'node-a', 300)).toMatchObject({ held: true });
+
+    expect(await b.markDeleting(db.id, true)).toBe('purging');
+
+    // The pass under way keeps its lease past the time it would have lapsed, and the purge sees it held.
+    for (let i = 0; i < 3; i++) {
+      await sleep(150);
+      expect(await a.renewLease('t_busy', 'node-a', 300)).toBe(true);
+    }
+    expect(await b.upkeepLeasesHeld(db.id)).toBe(1);
+    // No other node takes it, no new pass starts on either table, and no one else renews it.
+    expect(await b.renewLease('t_busy', 'node-b', 300)).toBe(false);
+    expect(await b.acquireLease('t_busy', 'node-b', 300)).toEqual(dropped);
+    expect(await a.acquireLease('t_idle', 'node-a', 300)).toEqual(dropped);
+    // The pass ends and hands its lease back: the purge may go on, and the lease is not renewed again.
+    await a.releaseLease('t_busy', 'node-a');
+    expect(await b.upkeepLeasesHeld(db.id)).toBe(0);
+    expect(await a.renewLease('t_busy', 'node-a', 300)).toBe(false);
+  });
+
+  test('a lease that lapsed is not renewed', async () => {
+    const url = await flavour.fresh();
+    const store = await open(url);
+    const acme = await store.ensureAccount('acme');
+    const db = database(acme.id, 'lapsed');
+    await store.insertDatabase(db, 10);
+    await store.insertTable(readyTable(db.id, 't1'));
+    expect(await store.acquireLease('t1', 'node-a', 100)).toMatchObject({ held: true });
+    await sleep(250);
+    expect(await store.renewLease('t1', 'node-a', 60_000)).toBe(false);
+    expect(await store.acquireLease('t1', 'node-b', 60_000)).toMatchObject({ held: true, tookOver: true });
+  });
+
   test("a dropped table's upkeep lease ends with the drop, and no node takes it again", async () => {
     const url = await flavour.fresh();
     const [a, b] = [await open(url), await open(url)];

@@ -37,8 +37,8 @@ const SETTLE_MS = DRAIN_MS + 2_000;
 
 /**
  * How long a purge waits at most, past `SETTLE_MS`, for other nodes' upkeep on its tables to end: a pass under
- * way (an index build, a compaction) writes to the dataset until it ends, and its lease lasts until then or until
- * it runs out (`STRATA_UPKEEP_LEASE_MS`, 30 s by default), since it is not renewed once the deletion is recorded.
+ * way (an index build, a compaction) writes to the dataset until it ends, and renews its lease until then (the
+ * deletion stops only new passes). A pass that outlasts the wait fails the purge, which the next DELETE resumes.
  */
 const UPKEEP_WAIT_MS = 120_000;
 
@@ -177,7 +177,14 @@ export class Databases {
     let deleted = false;
     try {
       if (purging) {
-        await this.upkeepEnded(db);
+        if (!(await this.upkeepEnded(db))) {
+          throw new Unavailable(
+            `database "${db.name}" is being deleted; upkeep of its tables is still under way, so its objects are ` +
+              'not deleted yet. Send the DELETE again to finish the purge',
+            Math.ceil(UPKEEP_WAIT_MS / 1000),
+            'database_deleting',
+          );
+        }
         await this.purge(db, objects ?? (await this.objects(db)));
       }
       await this.store.deleteDatabase(db.id);
@@ -188,12 +195,13 @@ export class Databases {
     return { name: db.name, purged: purging };
   }
 
-  /** Waits until no node's upkeep holds a lease on the database's tables, or `UPKEEP_WAIT_MS` passed. */
-  private async upkeepEnded(db: DatabaseRecord): Promise<void> {
+  /** Whether no node's upkeep holds a lease on the database's tables, waiting up to `UPKEEP_WAIT_MS` for it. */
+  private async upkeepEnded(db: DatabaseRecord): Promise<boolean> {
     for (const until = Date.now() + UPKEEP_WAIT_MS; Date.now() < until; ) {
-      if ((await this.store.upkeepLeasesHeld(db.id)) === 0) return;
+      if ((await this.store.upkeepLeasesHeld(db.id)) === 0) return true;
       await pause(200);
     }
+    return (await this.store.upkeepLeasesHeld(db.id)) === 0;
   }
 
   /** The database's objects, once a first dataset of it could be listed. */

@@ -638,6 +638,15 @@ export class PostgresControlStore implements ControlStore {
     return { held: row?.held ?? false, tookOver: row?.took_over ?? false, dropped: row?.dropped ?? false };
   }
 
+  async renewLease(tableId: string, holder: string, forMs: number): Promise<boolean> {
+    const renewed = await this.query(
+      `UPDATE upkeep_leases SET expires_ms = ${NOW_MS} + $3
+         WHERE table_id = $1 AND holder = $2 AND expires_ms >= ${NOW_MS} RETURNING table_id`,
+      [tableId, holder, forMs],
+    );
+    return renewed.length === 1;
+  }
+
   async releaseLease(tableId: string, holder: string): Promise<void> {
     await this.query('DELETE FROM upkeep_leases WHERE table_id = $1 AND holder = $2', [tableId, holder]);
   }

@@ -479,6 +479,16 @@ export class SqliteControlStore implements ControlStore {
     );
   }
 
+  async renewLease(tableId: string, holder: string, forMs: number): Promise<boolean> {
+    const now = Date.now();
+    return this.relaxed(
+      () =>
+        this.statement(
+          'UPDATE upkeep_leases SET expires_ms = ? WHERE table_id = ? AND holder = ? AND expires_ms >= ?',
+        ).run(now + forMs, tableId, holder, now).changes === 1,
+    );
+  }
+
   async releaseLease(tableId: string, holder: string): Promise<void> {
     this.relaxed(() =>
       this.statement('DELETE FROM upkeep_leases WHERE table_id = ? AND holder = ?').run(tableId, holder),

@@ -138,6 +138,12 @@ export interface ControlStore extends CatalogStore {
    * catalog no longer holds. Dropping a table (`deleteTable`, `deleteDatabase`) ends its lease with it.
    */
   acquireLease(tableId: string, holder: string, forMs: number): Promise<LeaseResult>;
+  /**
+   * Extends a lease `holder` still holds, for the pass it is running: true if it did. Unlike `acquireLease` it
+   * holds on through the database's deletion, so that a purge waits for the pass to end rather than delete under
+   * it (`upkeepLeasesHeld`); a lease that lapsed or went with its table is not taken again.
+   */
+  renewLease(tableId: string, holder: string, forMs: number): Promise<boolean>;
   releaseLease(tableId: string, holder: string): Promise<void>;
 
   /**

@@ -115,6 +115,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       upkeepLeases: {
         ms: config.upkeepLeaseMs,
         acquire: (tableId) => store.acquireLease(tableId, nodeId, config.upkeepLeaseMs),
+        renew: (tableId) => store.renewLease(tableId, nodeId, config.upkeepLeaseMs),
         release: (tableId) => store.releaseLease(tableId, nodeId),
       },
       sql: {

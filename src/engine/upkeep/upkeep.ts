@@ -29,13 +29,15 @@ export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
 
 /**
  * Which node looks after a table: one at a time across every node of a deployment. `acquire` takes or renews
- * the table's lease for this node; a lease not renewed lapses, and another node takes over. A table dropped (on
- * any node) has no lease to take: `dropped`.
+ * the table's lease for this node before a pass; a lease not renewed lapses, and another node takes over. A table
+ * dropped (on any node), or of a database being deleted, has no lease to take: `dropped`. `renew` keeps the
+ * lease of a pass under way, even through its database's deletion, whose purge waits for the pass to end.
  */
 export interface UpkeepLeases {
   /** How long a lease lasts unrenewed. */
   readonly ms: number;
   acquire(tableId: string): Promise<{ held: boolean; tookOver: boolean; dropped: boolean }>;
+  renew(tableId: string): Promise<boolean>;
   release(tableId: string): Promise<void>;
 }
 
@@ -251,10 +253,9 @@ export class Upkeep {
     this.leased.add(id);
     const renew = setInterval(
       () => {
-        this.leases.acquire(id).then(
-          (again) => {
-            if (again.dropped) this.markDropped(id);
-            else if (!again.held) this.leased.delete(id);
+        this.leases.renew(id).then(
+          (renewed) => {
+            if (!renewed) this.leased.delete(id);
           },
           () => undefined,
         );
