@@ -74,7 +74,7 @@ const CRASH_EVERY = Number(process.env.STRATA_TEST_CRASH_AFTER_COMMIT_EVERY ?? 0
 let committed = 0;
 /** Test builds only: the process kills itself once every Nth write's intent is recorded, before it commits. */
 const CRASH_BEFORE_EVERY = Number(process.env.STRATA_TEST_CRASH_BEFORE_COMMIT_EVERY ?? 0);
-let intended = 0;
+let intents = 0;
 
 /**
  * Claims the key for this request, once its body is read: undefined when the write should run, or an earlier
@@ -121,6 +121,28 @@ async function claim<R>(
 }
 
 /**
+ * Settles the key of a write that failed after recording its intent: it may still have committed (the error
+ * came after), so its history is read now. Found, the key keeps its answer for a retry to repeat; not found, it
+ * is let go like one that failed earlier, rather than kept unresolved until a retry that may never come. If the
+ * history cannot be read, the key's hold lapses at once and a retry looks for the write itself.
+ */
+async function settleFailed<R>(
+  ctx: AppContext,
+  scope: IdempotencyScope,
+  write: IdempotentWrite<R>,
+  intent: WriteIntent,
+): Promise<void> {
+  const { store, nodeId } = ctx;
+  try {
+    const found = await write.recover(intent);
+    if (found === undefined) await store.dropIdempotent(scope, nodeId);
+    else await store.finishIdempotent(scope, nodeId, JSON.stringify(found));
+  } catch {
+    await store.renewIdempotent(scope, nodeId, -1).catch(() => undefined);
+  }
+}
+
+/**
  * Runs a write under the request's idempotency key, if it has one (docs/api.md, Idempotent writes). The key is
  * claimed in the control store once the body is read; the write's intent is recorded there (durably) before it
  * commits, and its answer after. A repeat gets the first answer without writing; a repeat after the first's
@@ -139,6 +161,7 @@ export async function idempotently<R>(
   const holdMs = config.idempotencyHoldMs;
   const scope: IdempotencyScope = { accountId: req.accountId, databaseId, key };
   let stage = 'unclaimed' as 'unclaimed' | 'claimed' | 'intended';
+  let intended: WriteIntent | undefined;
   let renew: NodeJS.Timeout | undefined;
   const hooks: WriteHooks = {
     async beforeWrite(tableId, rows) {
@@ -158,7 +181,8 @@ export async function idempotently<R>(
         );
       }
       stage = 'intended';
-      if (CRASH_BEFORE_EVERY > 0 && ++intended % CRASH_BEFORE_EVERY === 0) process.kill(process.pid, 'SIGKILL');
+      intended = intent;
+      if (CRASH_BEFORE_EVERY > 0 && ++intents % CRASH_BEFORE_EVERY === 0) process.kill(process.pid, 'SIGKILL');
     },
   };
   try {
@@ -170,13 +194,8 @@ export async function idempotently<R>(
     return { kind: 'fresh', result };
   } catch (err) {
     if (err instanceof AnsweredBefore) return { kind: 'replayed', answer: err.answer };
-    // Before its intent was recorded the write did not commit: the key is let go for a retry. After, it may
-    // have: the key's hold lapses at once, so a retry looks for the write before applying it again.
-    if (stage !== 'unclaimed') {
-      const letGo =
-        stage === 'intended' ? store.renewIdempotent(scope, nodeId, -1) : store.dropIdempotent(scope, nodeId);
-      await letGo.catch(() => undefined);
-    }
+    if (stage === 'claimed') await store.dropIdempotent(scope, nodeId).catch(() => undefined);
+    if (stage === 'intended') await settleFailed(ctx, scope, write, intended as WriteIntent);
     throw err;
   } finally {
     clearInterval(renew);

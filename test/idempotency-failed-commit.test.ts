@@ -1,0 +1,82 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { type LocalS3, S3RVER_KEY, startS3 } from './support/s3.js';
+import { isCommit, type S3Proxy, startS3Proxy } from './support/s3-proxy.js';
+import { type Client, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
+import { tablesOf } from './support/tables.js';
+
+/**
+ * A keyed write that fails after recording its intent (here the bucket refuses its commit) settles its key at
+ * once: it did not commit, so the key is let go, rather than kept unresolved (and never expired) until a retry
+ * that may never come. A retry then applies the write once. The bucket is s3rver behind a proxy that refuses
+ * commits while told to.
+ */
+
+let s3: LocalS3;
+let proxy: S3Proxy;
+let strata: TestServer;
+let api: Client;
+
+beforeAll(async () => {
+  s3 = await startS3(['refusing']);
+  proxy = await startS3Proxy(s3.endpoint);
+  strata = await startStrata({
+    ...S3RVER_KEY,
+    STRATA_ALLOW_INSECURE_ENDPOINTS: '1',
+    STRATA_ALLOW_SERVER_IDENTITY: '1',
+  });
+  api = await strata.as('acme');
+});
+
+afterAll(async () => {
+  await strata?.close();
+  await proxy?.close();
+  await s3?.close();
+});
+
+/** The idempotency records the control store keeps, as its SQLite file holds them. */
+function records(): { key: string; state: string; intent: string | null }[] {
+  const db = new Database(join(strata.dataDir, 'control.sqlite'), { readonly: true });
+  try {
+    return db.prepare('SELECT key, state, intent FROM idempotency ORDER BY key').all() as {
+      key: string;
+      state: string;
+      intent: string | null;
+    }[];
+  } finally {
+    db.close();
+  }
+}
+
+test('a keyed append whose commit the bucket refused lets its key go, and its retry appends once', async () => {
+  const storage = { provider: 's3', bucket: 'refusing', endpoint: proxy.endpoint, prefix: 'db' };
+  expect((await api.post('/v1/databases', { name: 'r', storage })).status).toBe(201);
+  expect((await api.post('/v1/databases/r/storage/verify')).status).toBe(200);
+  await eventually(
+    () => stateOf(api, 'r'),
+    (state) => state === 'active',
+  );
+  const tables = tablesOf(api, 'r');
+  const created = await tables.create({ table_name: 't', schema: [{ name: 'id', type: 'i64', nullable: false }] });
+  expect(created.status, JSON.stringify(created.json)).toBe(200);
+  const send = () => api.raw('POST', '/v1/append/r?table=t', { data: [{ id: 1 }] }, { 'idempotency-key': 'refused' });
+
+  proxy.judge((req) => (isCommit(req) ? { pass: false, status: 403 } : { pass: true }));
+  const failed = await send();
+  expect(failed.status, await failed.text()).toBeGreaterThanOrEqual(400);
+  expect(records().filter((r) => r.key === 'refused')).toEqual([]);
+
+  proxy.judge(() => ({ pass: true }));
+  const retried = await send();
+  expect(retried.status).toBe(200);
+  expect(retried.headers.get('idempotent-replayed')).toBeNull();
+  expect(records().filter((r) => r.key === 'refused')).toMatchObject([{ state: 'done' }]);
+  const counted = await api.request<{ data: { n: number }[] }>(
+    'POST',
+    '/v1/query_sql/r',
+    { query: 'SELECT count(*)::INTEGER AS n FROM t' },
+    { accept: 'application/json' },
+  );
+  expect(counted.json.data).toEqual([{ n: 1 }]);
+});
