@@ -58,107 +58,135 @@ export type ErrorCode = keyof typeof ERROR_CODES;
 /** An error body (docs/api.md). */
 export const errorBody = (error: string, code: ErrorCode): { error: string; code: ErrorCode } => ({ error, code });
 
-const DEFAULT_CODES: Readonly<Record<number, ErrorCode>> = {
-  400: 'bad_request',
-  401: 'unauthorized',
-  404: 'not_found',
-  406: 'not_acceptable',
-  408: 'timeout',
-  409: 'conflict',
-  413: 'body_too_large',
-  415: 'unsupported_media_type',
-  422: 'unprocessable',
-  429: 'rate_limited',
-  503: 'unavailable',
+/**
+ * What went wrong, in the terms of the request rather than of a protocol: `http/errors.ts` is the one place a kind
+ * becomes an HTTP status.
+ */
+export type ErrorKind =
+  | 'invalid'
+  | 'unauthorized'
+  | 'not_found'
+  | 'not_acceptable'
+  | 'timeout'
+  | 'conflict'
+  /** A count the tenant may not exceed (tables, databases). */
+  | 'limit'
+  | 'too_large'
+  | 'unprocessable'
+  /** A rate or a concurrency the tenant is over for now: retry after a while. */
+  | 'throttled'
+  | 'unavailable';
+
+const DEFAULT_CODES: Readonly<Record<ErrorKind, ErrorCode>> = {
+  invalid: 'bad_request',
+  unauthorized: 'unauthorized',
+  not_found: 'not_found',
+  not_acceptable: 'not_acceptable',
+  timeout: 'timeout',
+  conflict: 'conflict',
+  limit: 'limit_exceeded',
+  too_large: 'body_too_large',
+  unprocessable: 'unprocessable',
+  throttled: 'rate_limited',
+  unavailable: 'unavailable',
 };
 
-export interface ApiErrorOptions {
-  /** Seconds for `Retry-After`, on the statuses that invite a retry. */
-  retryAfterS?: number;
-  /** The stable code; the status's general one when absent. */
+export interface ErrorOptions {
+  /** The stable code; the kind's general one when absent. */
   code?: ErrorCode;
+  /** Seconds until a retry may succeed (`Retry-After`). */
+  retryAfterS?: number;
   /** Extra fields of the error body beside `error` and `code`. */
   details?: Readonly<Record<string, unknown>>;
 }
 
 /**
- * The service's typed errors. Each carries its HTTP status and a code from `ERROR_CODES`; `http/errors.ts` is
- * the one place that turns them into responses. Engines and the control layer throw these and never see a reply.
+ * The service's typed errors: a kind, a stable code from `ERROR_CODES`, and a message that names what went wrong.
+ * Engines and the control layer throw these and never see a reply or a status.
  */
-export class ApiError extends Error {
-  readonly retryAfterS: number | undefined;
+export class StrataError extends Error {
   readonly code: ErrorCode;
+  readonly retryAfterS: number | undefined;
   readonly details: Readonly<Record<string, unknown>> | undefined;
 
   constructor(
-    readonly status: number,
+    readonly kind: ErrorKind,
     message: string,
-    options: ApiErrorOptions = {},
+    options: ErrorOptions = {},
   ) {
     super(message);
     this.name = new.target.name;
+    this.code = options.code ?? DEFAULT_CODES[kind];
     this.retryAfterS = options.retryAfterS;
-    this.code = options.code ?? DEFAULT_CODES[status] ?? 'internal';
     this.details = options.details;
   }
 }
 
-export class BadRequest extends ApiError {
-  constructor(message: string, code?: ErrorCode) {
-    super(400, message, { code });
+type CodeOnly = Pick<ErrorOptions, 'code'>;
+
+export class BadRequest extends StrataError {
+  constructor(message: string, options: CodeOnly = {}) {
+    super('invalid', message, options);
   }
 }
 
-export class Unauthorized extends ApiError {
+export class Unauthorized extends StrataError {
   constructor(message = 'missing or invalid API key') {
-    super(401, message);
+    super('unauthorized', message);
   }
 }
 
-export class NotFound extends ApiError {
-  constructor(what: string, code: ErrorCode = 'not_found') {
-    super(404, `${what} not found`, { code });
+export class NotFound extends StrataError {
+  constructor(what: string, options: CodeOnly = {}) {
+    super('not_found', `${what} not found`, options);
   }
 }
 
-export class Conflict extends ApiError {
-  constructor(message: string, retryAfterS?: number, code?: ErrorCode) {
-    super(409, message, { retryAfterS, code });
+export class Conflict extends StrataError {
+  constructor(message: string, options: Pick<ErrorOptions, 'code' | 'retryAfterS'> = {}) {
+    super('conflict', message, options);
   }
 }
 
-export class RequestTimeout extends ApiError {
-  constructor(message: string, code: ErrorCode = 'timeout') {
-    super(408, message, { code });
+export class RequestTimeout extends StrataError {
+  constructor(message: string, options: CodeOnly = {}) {
+    super('timeout', message, options);
   }
 }
 
-export class Unprocessable extends ApiError {
-  constructor(message: string, code?: ErrorCode, details?: Readonly<Record<string, unknown>>) {
-    super(422, message, { code, details });
+export class Unprocessable extends StrataError {
+  constructor(message: string, options: Pick<ErrorOptions, 'code' | 'details'> = {}) {
+    super('unprocessable', message, options);
   }
 }
 
-/** A tenant limit (docs/api.md): counts are `409`, rates and concurrency `429` with `Retry-After`. */
-export class LimitExceeded extends ApiError {
-  constructor(message: string, retryAfterS?: number) {
-    super(retryAfterS === undefined ? 409 : 429, message, { retryAfterS, code: 'limit_exceeded' });
+/** A tenant's count limit (docs/api.md): as many as it may have already exist. */
+export class LimitExceeded extends StrataError {
+  constructor(message: string) {
+    super('limit', message, { code: 'limit_exceeded' });
+  }
+}
+
+/** A tenant's rate or concurrency limit (docs/api.md): over it for now, retry after `retryAfterS`. */
+export class Throttled extends StrataError {
+  constructor(message: string, options: { retryAfterS: number; code?: ErrorCode }) {
+    super('throttled', message, { code: 'limit_exceeded', ...options });
   }
 }
 
 /** A reply that would encode to more bytes than `STRATA_MAX_RESULT_BYTES` allows. */
-export class ResultTooLarge extends ApiError {
+export class ResultTooLarge extends StrataError {
   constructor(capBytes: number, what = 'the result') {
     super(
-      400,
+      'invalid',
       `${what} is larger than the ${capBytes}-byte cap on replies (STRATA_MAX_RESULT_BYTES); select fewer rows or columns`,
       { code: 'result_too_large' },
     );
   }
 }
 
-export class Unavailable extends ApiError {
-  constructor(message: string, retryAfterS = 1, code: ErrorCode = 'unavailable') {
-    super(503, message, { retryAfterS, code });
+export class Unavailable extends StrataError {
+  constructor(message: string, options: Pick<ErrorOptions, 'code' | 'retryAfterS'> = {}) {
+    super('unavailable', message, { retryAfterS: 1, ...options });
   }
 }

@@ -11,7 +11,7 @@ import { SqliteControlStore } from '../src/control/sqlite.js';
 import type { ControlStore, DatabaseRecord } from '../src/control/store.js';
 import { IDEMPOTENCY_SWEEP_BATCH } from '../src/control/sweeps.js';
 import type { TableRecord } from '../src/engine/tables/catalog.js';
-import { ApiError } from '../src/errors.js';
+import { StrataError } from '../src/errors.js';
 import { freshControlUrl } from './support/postgres.js';
 
 /** The same store contract, run against the embedded SQLite store and against PostgreSQL. */
@@ -94,7 +94,7 @@ const database = (accountId: string, name: string, bucket = name): DatabaseRecor
   lastError: null,
 });
 
-const codeOf = (err: unknown) => (err instanceof ApiError ? err.code : String(err));
+const codeOf = (err: unknown) => (err instanceof StrataError ? err.code : String(err));
 
 const readyTable = (databaseId: string, tableId: string): TableRecord => ({
   databaseId,

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, expect, test } from 'vitest';
 import { committing } from '../src/engine/lance.js';
-import { ApiError, ERROR_CODES } from '../src/errors.js';
+import { ERROR_CODES, StrataError } from '../src/errors.js';
+import { statusOf } from '../src/http/errors.js';
 import { serveFile } from './support/server.js';
 
 const { strata } = serveFile();
@@ -28,8 +29,9 @@ test('a write that lost a commit Lance could not rebase is 409 write_conflict wi
     (err: unknown) => err,
   );
 
-  expect(lost).toBeInstanceOf(ApiError);
-  expect(lost).toMatchObject({ status: 409, code: 'write_conflict', retryAfterS: 1 });
+  expect(lost).toBeInstanceOf(StrataError);
+  expect(lost).toMatchObject({ kind: 'conflict', code: 'write_conflict', retryAfterS: 1 });
+  expect(statusOf(lost as StrataError)).toBe(409);
   await expect(committing(() => Promise.reject(new Error('disk on fire')))).rejects.toThrow('disk on fire');
 });
 

@@ -129,7 +129,7 @@ describe('JSON rows converted on a thread of their own', () => {
       (err: unknown) => err,
     );
 
-    expect(refused).toMatchObject({ status: 400, code: 'result_too_large' });
+    expect(refused).toMatchObject({ kind: 'invalid', code: 'result_too_large' });
     expect((await parser.encode(ipc(), 1 << 20)).byteLength).toBeGreaterThan(16);
   });
 

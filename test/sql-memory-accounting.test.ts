@@ -2,7 +2,8 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { RecordBatch, Vector } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { ApiError } from '../src/errors.js';
+import { StrataError } from '../src/errors.js';
+import { statusOf } from '../src/http/errors.js';
 import { copyBytesEstimate } from '../src/sql/copies.js';
 import { RowGroupFeed } from '../src/sql/feed.js';
 import { openLockedInstance } from '../src/sql/lockdown.js';
@@ -135,8 +136,9 @@ describe('the node budget', () => {
 
     const refused = await idle.reserve(20 * MIB, 'table "t"').catch((err: unknown) => err);
 
-    expect(refused).toBeInstanceOf(ApiError);
-    expect(refused).toMatchObject({ status: 503, code: 'sql_memory_busy', retryAfterS: 1 });
+    expect(refused).toBeInstanceOf(StrataError);
+    expect(refused).toMatchObject({ kind: 'unavailable', code: 'sql_memory_busy', retryAfterS: 1 });
+    expect(statusOf(refused as StrataError)).toBe(503);
     expect((refused as Error).message).toBe(
       'loading table "t" into SQL needs 20 MiB more, and this node\'s 100 MiB for SQL copies (STRATA_SQL_NODE_MEMORY_MB) is taken: 10 MiB by this database, 80 MiB by databases running statements; retry shortly',
     );

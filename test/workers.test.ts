@@ -2,7 +2,8 @@ import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, test } from 'vitest';
 import { admit } from '../src/engine/workers/gate.js';
-import { ApiError } from '../src/errors.js';
+import { StrataError } from '../src/errors.js';
+import { statusOf } from '../src/http/errors.js';
 import { activeLocalDatabase, eventually, startStrata, stateOf, type TestServer } from './support/server.js';
 
 const servers: TestServer[] = [];
@@ -20,12 +21,12 @@ async function setup(env: Record<string, string> = {}) {
   return { strata, api, open };
 }
 
-async function refusal(promise: Promise<unknown>): Promise<ApiError> {
+async function refusal(promise: Promise<unknown>): Promise<StrataError> {
   const err = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  if (!(err instanceof ApiError)) throw new Error(`expected an ApiError, got ${String(err)}`);
+  if (!(err instanceof StrataError)) throw new Error(`expected a StrataError, got ${String(err)}`);
   return err;
 }
 
@@ -36,9 +37,9 @@ describe('the data-plane guard', () => {
 
     const err = await refusal(open('fresh'));
 
-    expect(err.status).toBe(409);
+    expect(statusOf(err)).toBe(409);
     expect(err.message).toMatch(/not verified yet: call POST \/v1\/databases\/fresh\/storage\/verify/);
-    expect(err).toMatchObject({ status: 409, code: 'database_not_verified' });
+    expect(err).toMatchObject({ kind: 'conflict', code: 'database_not_verified' });
   });
 
   test('a database whose verification failed is 409 carrying the failed step', async () => {
@@ -50,9 +51,9 @@ describe('the data-plane guard', () => {
 
     const err = await refusal(open('broken'));
 
-    expect(err.status).toBe(409);
+    expect(statusOf(err)).toBe(409);
     expect(err.message).toMatch(/failed its last storage verification \(storage verification failed at credentials/);
-    expect(err).toMatchObject({ status: 409, code: 'database_verify_failed' });
+    expect(err).toMatchObject({ kind: 'conflict', code: 'database_verify_failed' });
   });
 
   test("an unknown or another account's database is 404", async () => {
@@ -60,8 +61,8 @@ describe('the data-plane guard', () => {
     const other = await strata.as('other');
     await activeLocalDatabase(other, 'theirs');
 
-    expect((await refusal(open('theirs'))).status).toBe(404);
-    expect((await refusal(open('missing'))).status).toBe(404);
+    expect(statusOf(await refusal(open('theirs')))).toBe(404);
+    expect(statusOf(await refusal(open('missing')))).toBe(404);
   });
 
   test('an active database gets its worker, held until released', async () => {
@@ -103,7 +104,7 @@ describe('capacity', () => {
 
     const err = await refusal(open('waiting'));
 
-    expect(err.status).toBe(503);
+    expect(statusOf(err)).toBe(503);
     expect(err.retryAfterS).toBeGreaterThan(0);
     expect(await stateOf(api, 'waiting')).toBe('activating');
 

@@ -1,4 +1,4 @@
-import { type DataType, type Table, tableToIPC } from 'apache-arrow';
+import type { DataType, Table } from 'apache-arrow';
 import { arrow } from '../arrow/arrow.js';
 
 export type Format = 'table' | 'json' | 'csv' | 'arrow';
@@ -85,7 +85,7 @@ function renderRows(names: readonly string[], rows: readonly unknown[][], format
 /** A result as the format asks: an aligned table for people; JSON lines, CSV or an Arrow IPC stream for pipes. */
 export function render(table: Table, format: Format): string | Uint8Array {
   // The client's Arrow instance made the table; its own writer encodes it.
-  if (format === 'arrow') return tableToIPC(table, 'stream');
+  if (format === 'arrow') return arrow.tableToIPC(table, 'stream');
   const fields = table.schema.fields;
   const columns = fields.map((f) => table.getChild(f.name));
   const rows = Array.from({ length: table.numRows }, (_, i) =>

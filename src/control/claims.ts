@@ -12,8 +12,7 @@ export function assertLocationFree(binding: Binding, bound: readonly Binding[]):
   if (bound.some((other) => overlaps(wanted, locationOf(other)))) {
     throw new Conflict(
       `the ${describeLocation(wanted)} is already bound by another database, or overlaps one that is; choose another bucket or prefix`,
-      undefined,
-      'location_in_use',
+      { code: 'location_in_use' },
     );
   }
 }

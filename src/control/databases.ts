@@ -51,7 +51,7 @@ export type ListedDatabase = DatabaseRecord & { state: DatabaseState };
 const listed = (db: DatabaseRecord): db is ListedDatabase => !isBeingDeleted(db.state);
 
 const beingDeletedNamed = (name: string): Unavailable =>
-  new Unavailable(`database "${name}" is being deleted`, 1, 'database_deleting');
+  new Unavailable(`database "${name}" is being deleted`, { retryAfterS: 1, code: 'database_deleting' });
 
 export type DatabaseSummary = Static<typeof DatabaseSummaryBody>;
 
@@ -80,7 +80,7 @@ export class Databases {
   /** The external id the account's role trust policies name (docs/api.md). */
   async externalId(accountId: string): Promise<string> {
     const account = await this.store.findAccount(accountId);
-    if (account === undefined) throw new NotFound('account', 'unknown_account');
+    if (account === undefined) throw new NotFound('account', { code: 'unknown_account' });
     return account.externalId;
   }
 
@@ -109,7 +109,7 @@ export class Databases {
   /** The account's database of that name; another account's is exactly as absent as a missing one. */
   async get(accountId: string, name: string): Promise<DatabaseRecord> {
     const db = await this.store.findDatabase(accountId, name);
-    if (db === undefined) throw new NotFound(`database "${name}"`, 'unknown_database');
+    if (db === undefined) throw new NotFound(`database "${name}"`, { code: 'unknown_database' });
     return db;
   }
 
@@ -118,7 +118,7 @@ export class Databases {
     if (!listed(db)) throw beingDeletedNamed(name);
     // Claimed in the control store: one verification at a time on every node.
     if (!(await this.store.claimVerification(db.id, VERIFY_CLAIM_MS))) {
-      throw new Conflict(`a verification of database "${name}" is already running`, undefined, 'verification_running');
+      throw new Conflict(`a verification of database "${name}" is already running`, { code: 'verification_running' });
     }
     try {
       const outcome = await this.objects(db).then(verifyObjects, (err: unknown) => {
@@ -138,12 +138,15 @@ export class Databases {
         const error = `storage verification failed at ${outcome.step}: ${outcome.code}: ${outcome.message}`;
         await this.store.setDatabaseState(db.id, 'verify_failed', error);
         await this.workers.release(db.id);
-        throw new Unprocessable(error, 'verification_failed', {
-          name,
-          state: 'verify_failed',
-          step: outcome.step,
-          provider_code: outcome.code,
-          checks: outcome.checks,
+        throw new Unprocessable(error, {
+          code: 'verification_failed',
+          details: {
+            name,
+            state: 'verify_failed',
+            step: outcome.step,
+            provider_code: outcome.code,
+            checks: outcome.checks,
+          },
         });
       }
       // A database that already runs keeps its worker; any other one waits for placement.
@@ -170,7 +173,7 @@ export class Databases {
     const objects = purge || db.state === 'purging' ? await this.reachable(db) : undefined;
     const marked = Date.now();
     const state = await this.store.markDeleting(db.id, purge);
-    if (state === undefined) throw new NotFound(`database "${name}"`, 'unknown_database');
+    if (state === undefined) throw new NotFound(`database "${name}"`, { code: 'unknown_database' });
     const purging = state === 'purging';
     const settled = purging && this.store.shared ? pause(marked + SETTLE_MS - Date.now()) : Promise.resolve();
     const [end] = await Promise.all([this.workers.retire(db.id, DRAIN_MS), settled]);
@@ -181,8 +184,7 @@ export class Databases {
           throw new Unavailable(
             `database "${db.name}" is being deleted; upkeep of its tables is still under way, so its objects are ` +
               'not deleted yet. Send the DELETE again to finish the purge',
-            Math.ceil(UPKEEP_WAIT_MS / 1000),
-            'database_deleting',
+            { retryAfterS: Math.ceil(UPKEEP_WAIT_MS / 1000), code: 'database_deleting' },
           );
         }
         await this.purge(db, objects ?? (await this.objects(db)));

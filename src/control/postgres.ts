@@ -3,7 +3,7 @@ import pg from 'pg';
 import { ConfigError } from '../config.js';
 import type { DatabaseState } from '../contract/databases.js';
 import type { TableRecord } from '../engine/tables/catalog.js';
-import { ApiError, Conflict, Unavailable } from '../errors.js';
+import { Conflict, StrataError, Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import { assertLocationFree, databaseLimit } from './claims.js';
 import { type ControlEvent, ControlEvents } from './events.js';
@@ -111,13 +111,14 @@ const NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
  * server's state (08 connection, 57P shutdown, 53 resources).
  */
 function isUnreachable(err: unknown): boolean {
-  if (err instanceof ApiError) return false;
+  if (err instanceof StrataError) return false;
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'string' || !/^[0-9A-Z]{5}$/.test(code)) return true;
   return code.startsWith('08') || code.startsWith('57P') || code.startsWith('53');
 }
 
-const unavailable = () => new Unavailable('the control store is not answering; retry', 1, 'control_store_unavailable');
+const unavailable = () =>
+  new Unavailable('the control store is not answering; retry', { retryAfterS: 1, code: 'control_store_unavailable' });
 
 /** Ways for a test to hold the store at a point where a race can happen; a served node sets none. */
 export interface PostgresTestHooks {
@@ -418,7 +419,7 @@ export class PostgresControlStore implements ControlStore {
         db.name,
       ]);
       if (named.rows.length > 0) {
-        throw new Conflict(`database "${db.name}" is already registered`, undefined, 'database_exists');
+        throw new Conflict(`database "${db.name}" is already registered`, { code: 'database_exists' });
       }
       const held = await client.query<{ n: string }>('SELECT count(*) AS n FROM databases WHERE account_id = $1', [
         db.accountId,

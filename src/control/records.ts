@@ -67,4 +67,4 @@ export const tableFromRow = (row: TableRow): TableRecord => ({
 
 /** The refusal of a table whose name the database already has. */
 export const tableExists = (name: string): Conflict =>
-  new Conflict(`table "${name}" already exists`, undefined, 'table_exists');
+  new Conflict(`table "${name}" already exists`, { code: 'table_exists' });

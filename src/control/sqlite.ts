@@ -278,7 +278,7 @@ export class SqliteControlStore implements ControlStore {
           db.name,
         );
         if (named !== undefined) {
-          throw new Conflict(`database "${db.name}" is already registered`, undefined, 'database_exists');
+          throw new Conflict(`database "${db.name}" is already registered`, { code: 'database_exists' });
         }
         const held = (
           this.statement('SELECT count(*) AS n FROM databases WHERE account_id = ?').get(db.accountId) as { n: number }

@@ -40,7 +40,8 @@ export const isBeingDeleted = (state: StoredDatabaseState): state is DeletionSta
 export const DELETION_STATES_SQL = "('deleting', 'purging')";
 
 /** What the store answers a write (or a table creation) that reaches a database whose deletion began. */
-export const beingDeleted = (): Unavailable => new Unavailable('the database is being deleted', 1, 'database_deleting');
+export const beingDeleted = (): Unavailable =>
+  new Unavailable('the database is being deleted', { retryAfterS: 1, code: 'database_deleting' });
 
 export interface DatabaseRecord {
   id: string;

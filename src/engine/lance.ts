@@ -109,10 +109,9 @@ export async function committing<T>(commit: () => Promise<T>): Promise<T> {
     return await commit();
   } catch (err) {
     if (!isCommitConflict(err)) throw err;
-    throw new Conflict(
-      'another write to the table committed first and this one was not applied; send it again',
-      1,
-      'write_conflict',
-    );
+    throw new Conflict('another write to the table committed first and this one was not applied; send it again', {
+      retryAfterS: 1,
+      code: 'write_conflict',
+    });
   }
 }

@@ -8,7 +8,7 @@ import type { Config } from '../config.js';
 import { Databases, DRAIN_MS } from '../control/databases.js';
 import { type ControlStore, isBeingDeleted } from '../control/store.js';
 import { WorkerPool } from '../engine/workers/pool.js';
-import { ApiError } from '../errors.js';
+import { StrataError } from '../errors.js';
 import { SqlMemoryBudget } from '../sql/memory-budget.js';
 import { authPlugin } from './auth.js';
 import { concurrencyPlugin } from './concurrency.js';
@@ -187,8 +187,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     keyGenerator: (req) => req.keyId || req.ip,
     allowList: (req) => req.keyId === '',
     errorResponseBuilder: (_req, context) =>
-      new ApiError(
-        429,
+      new StrataError(
+        'throttled',
         `rate limit of ${context.max} requests per minute exceeded for this key; retry after ${context.after}`,
         { retryAfterS: Math.max(1, Math.ceil(context.ttl / 1000)), code: 'rate_limited' },
       ),

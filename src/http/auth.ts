@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import ipaddr from 'ipaddr.js';
 import { authenticate } from '../control/keys.js';
-import { ApiError, Unauthorized } from '../errors.js';
+import { StrataError, Unauthorized } from '../errors.js';
 
 /**
  * The routes anyone may call, by their registered pattern (never the raw URL, which a client spells as it
@@ -111,7 +111,7 @@ export const authPlugin = fp(async (app: FastifyInstance) => {
       // A good key always passes: a client behind the same proxy or NAT as a guesser is never locked out.
       const wait = failures.blockedFor(req.ip);
       if (wait > 0) {
-        throw new ApiError(429, `too many failed authentications from this address; retry after ${wait} s`, {
+        throw new StrataError('throttled', `too many failed authentications from this address; retry after ${wait} s`, {
           retryAfterS: wait,
           code: 'auth_rate_limited',
         });

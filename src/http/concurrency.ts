@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import fp from 'fastify-plugin';
-import { LimitExceeded } from '../errors.js';
+import { Throttled } from '../errors.js';
 
 /**
  * At most `STRATA_MAX_CONCURRENT_REQUESTS_PER_ACCOUNT` requests of one account run at once on a node; the
@@ -16,9 +16,9 @@ export const concurrencyPlugin = fp(async (app: FastifyInstance) => {
     const account = req.accountId;
     const now = running.get(account) ?? 0;
     if (now >= limit) {
-      throw new LimitExceeded(
+      throw new Throttled(
         `this account already runs ${limit} requests at once on this node (STRATA_MAX_CONCURRENT_REQUESTS_PER_ACCOUNT); retry when one has finished`,
-        1,
+        { retryAfterS: 1 },
       );
     }
     running.set(account, now + 1);

@@ -5,7 +5,7 @@ import { writableBatches } from '../arrow/ipc.js';
 import { jsonText, MAX_JSON_TEXT } from '../arrow/to-json.js';
 import { ARROW_STREAM } from '../contract/rows.js';
 import { INLINE_ENCODE_BYTES } from '../engine/writes/json-rows.js';
-import { ApiError, ResultTooLarge } from '../errors.js';
+import { ResultTooLarge, StrataError } from '../errors.js';
 
 export const JSON_TYPE = 'application/json';
 
@@ -74,8 +74,8 @@ export function negotiate(req: FastifyRequest, offered: readonly string[]): stri
     }
   }
   if (best === undefined) {
-    throw new ApiError(
-      406,
+    throw new StrataError(
+      'not_acceptable',
       `Accept "${header}" allows none of the encodings this endpoint produces: ${offered.join(', ')}`,
     );
   }

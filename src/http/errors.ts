@@ -1,6 +1,6 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { PATTERN_RULES } from '../contract/common.js';
-import { ApiError, type ErrorCode, errorBody } from '../errors.js';
+import { type ErrorCode, type ErrorKind, errorBody, StrataError } from '../errors.js';
 import { StorageError } from '../storage/objects.js';
 
 interface ValidationIssue {
@@ -74,11 +74,28 @@ function pathOf(target: string): string {
   }
 }
 
+/** The HTTP status of each kind of error: the only place one is chosen for an error thrown below `http/`. */
+const STATUS_OF: Readonly<Record<ErrorKind, number>> = {
+  invalid: 400,
+  unauthorized: 401,
+  not_found: 404,
+  not_acceptable: 406,
+  timeout: 408,
+  conflict: 409,
+  limit: 409,
+  too_large: 413,
+  unprocessable: 422,
+  throttled: 429,
+  unavailable: 503,
+};
+
+export const statusOf = (err: StrataError): number => STATUS_OF[err.kind];
+
 /** The one place where errors become responses. Anything unexpected is logged once and answered opaquely. */
 export function handleError(err: FastifyError | Error, req: FastifyRequest, reply: FastifyReply): FastifyReply {
-  if (err instanceof ApiError) {
+  if (err instanceof StrataError) {
     if (err.retryAfterS !== undefined) void reply.header('retry-after', String(err.retryAfterS));
-    return reply.status(err.status).send({ error: err.message, ...err.details, code: err.code });
+    return reply.status(statusOf(err)).send({ error: err.message, ...err.details, code: err.code });
   }
   const fastifyErr = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (fastifyErr.validation !== undefined && fastifyErr.validation.length > 0) {

@@ -1,6 +1,6 @@
 import { admit, deleting, type GatedDatabase } from '../engine/workers/gate.js';
 import type { DatabaseWorker } from '../engine/workers/worker.js';
-import { ApiError, NotFound } from '../errors.js';
+import { NotFound, StrataError } from '../errors.js';
 import type { AppContext } from './context.js';
 
 /** Codes of errors that a database deleted under a call can cause, besides faults of the engines. */
@@ -43,7 +43,7 @@ export function withWriter<T>(
   return withWorker(ctx, accountId, database, async (worker) => {
     const result = await work(worker);
     const now = await ctx.databases.get(accountId, database);
-    if (now.id !== worker.ref.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+    if (now.id !== worker.ref.id) throw new NotFound(`database "${database}"`, { code: 'unknown_database' });
     if (now.state === 'deleting' || now.state === 'purging') throw deleting(now.name);
     return result;
   });
@@ -57,7 +57,7 @@ async function answeredAsDeletion(
   db: { id: string; name: string },
   err: unknown,
 ): Promise<never> {
-  if (err instanceof ApiError && !GONE_CODES.has(err.code)) throw err;
+  if (err instanceof StrataError && !GONE_CODES.has(err.code)) throw err;
   if (ctx.workers.isRetiring(db.id)) throw deleting(db.name);
   let now: { id: string; state: GatedDatabase['state'] };
   try {
@@ -66,7 +66,7 @@ async function answeredAsDeletion(
     throw lookup instanceof NotFound ? lookup : err;
   }
   // Deleted and made again under its name: the call's database is gone all the same.
-  if (now.id !== db.id) throw new NotFound(`database "${database}"`, 'unknown_database');
+  if (now.id !== db.id) throw new NotFound(`database "${database}"`, { code: 'unknown_database' });
   // Its deletion began on another node, whose purge may have taken the files this call was reading.
   if (now.state === 'deleting' || now.state === 'purging') throw deleting(db.name);
   throw err;

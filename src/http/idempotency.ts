@@ -99,14 +99,13 @@ async function claim<R>(
     case 'mismatch':
       throw new Unprocessable(
         'this Idempotency-Key was used for a different request (route, table, predicate or body); use a new key',
-        'idempotency_key_reused',
+        { code: 'idempotency_key_reused' },
       );
     case 'running':
-      throw new Conflict(
-        'a request with this Idempotency-Key is still running; retry after Retry-After',
-        1,
-        'idempotency_in_flight',
-      );
+      throw new Conflict('a request with this Idempotency-Key is still running; retry after Retry-After', {
+        retryAfterS: 1,
+        code: 'idempotency_in_flight',
+      });
     case 'done':
       return JSON.parse(begun.response) as StoredAnswer;
     case 'resumed': {
@@ -176,8 +175,7 @@ export async function idempotently<R>(
       if (!(await store.recordIntent(scope, nodeId, JSON.stringify(intent)))) {
         throw new Conflict(
           'this Idempotency-Key was taken over by a retry while the request ran; nothing was written',
-          1,
-          'idempotency_in_flight',
+          { retryAfterS: 1, code: 'idempotency_in_flight' },
         );
       }
       stage = 'intended';

@@ -59,7 +59,10 @@ export class SqlDatabase {
 
   async query(sql: string, limits: SqlLimits): Promise<SqlResult> {
     if (this.closed)
-      throw new Unavailable('the SQL engine of this database is closing; retry', 1, 'sql_engine_closing');
+      throw new Unavailable('the SQL engine of this database is closing; retry', {
+        retryAfterS: 1,
+        code: 'sql_engine_closing',
+      });
     // Most refusals come before any table is loaded for them; the rest after, in `checkStatement`.
     checkKeyword(sql);
     const connection = await this.instance.connect();
@@ -80,7 +83,7 @@ export class SqlDatabase {
   private async run(connection: DuckDBConnection, sql: string, limits: SqlLimits): Promise<SqlResult> {
     const overTime = new RequestTimeout(
       `query ran over the SQL time limit of ${limits.timeoutMs} ms (STRATA_SQL_TIMEOUT_MS)`,
-      'sql_timeout',
+      { code: 'sql_timeout' },
     );
     let timedOut = false;
     let expire: (err: Error) => void = () => undefined;
@@ -113,11 +116,10 @@ export class SqlDatabase {
     } catch (err) {
       if (timedOut) throw overTime;
       if (this.closed)
-        throw new Unavailable(
-          'the SQL engine of this database closed during the query; retry',
-          1,
-          'sql_engine_closing',
-        );
+        throw new Unavailable('the SQL engine of this database closed during the query; retry', {
+          retryAfterS: 1,
+          code: 'sql_engine_closing',
+        });
       throw err;
     } finally {
       clearTimeout(timer);

@@ -1,5 +1,5 @@
 import { type DuckDBConnection, DuckDBInstance, type DuckDBPreparedStatement, StatementType } from '@duckdb/node-api';
-import { ApiError, BadRequest } from '../errors.js';
+import { BadRequest, StrataError } from '../errors.js';
 import type { SqlMemoryBudget } from './memory-budget.js';
 
 /** What a database's SQL engine is given: its DuckDB's memory limit and threads, and the node's budget for copies. */
@@ -92,7 +92,7 @@ export async function sqlCall<T>(call: () => Promise<T>): Promise<T> {
   try {
     return await call();
   } catch (err) {
-    if (err instanceof ApiError || !(err instanceof Error) || SERVICE_FAULT.test(err.message)) throw err;
+    if (err instanceof StrataError || !(err instanceof Error) || SERVICE_FAULT.test(err.message)) throw err;
     throw new BadRequest(err.message);
   }
 }

@@ -120,8 +120,7 @@ export class SqlMemoryBudget {
     const others = this.usedBytes - account.held - account.reserved;
     return new Unavailable(
       `loading ${what} into SQL needs ${mb(bytes)} MiB more, and this node's ${mb(this.limitBytes)} MiB for SQL copies (STRATA_SQL_NODE_MEMORY_MB) is taken: ${mb(account.held + account.reserved)} MiB by this database, ${mb(others)} MiB by databases running statements; retry shortly`,
-      1,
-      'sql_memory_busy',
+      { retryAfterS: 1, code: 'sql_memory_busy' },
     );
   }
 }

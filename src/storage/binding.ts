@@ -45,7 +45,7 @@ export function prefixSegments(prefix: string): string[] {
     if (segment === '' || segment === '.' || segment === '..' || /[\\\u0000-\u001f%?#]/.test(segment)) {
       throw new Unprocessable(
         `storage binding refused: prefix "${prefix}" must be /-separated names without empty, "." or ".." parts, or any of % ? #`,
-        BINDING_REFUSED,
+        { code: BINDING_REFUSED },
       );
     }
   }
@@ -68,15 +68,14 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy, exter
   const prefix = prefixSegments(storage.prefix ?? '').join('/');
   if (storage.provider === 'local') {
     if (!policy.localStorage) {
-      throw new Unprocessable(
-        'storage binding refused: the local provider is switched off on this server',
-        BINDING_REFUSED,
-      );
+      throw new Unprocessable('storage binding refused: the local provider is switched off on this server', {
+        code: BINDING_REFUSED,
+      });
     }
     if (!LOCAL_BUCKET.test(storage.bucket) || storage.bucket === '.' || storage.bucket === '..') {
       throw new Unprocessable(
         `storage binding refused: bucket "${storage.bucket}" must be a folder name of A-Z a-z 0-9 . _ - (not "." or "..")`,
-        BINDING_REFUSED,
+        { code: BINDING_REFUSED },
       );
     }
     return { provider: 'local', bucket: storage.bucket, prefix };
@@ -103,7 +102,7 @@ export async function bindingFrom(storage: Storage, policy: BindingPolicy, exter
  */
 export function assertIdentityAllowed(roleArn: string | null, policy: BindingPolicy): void {
   if (roleArn === null && !policy.allowServerIdentity)
-    throw new Unprocessable(SERVER_IDENTITY_REFUSED, BINDING_REFUSED);
+    throw new Unprocessable(SERVER_IDENTITY_REFUSED, { code: BINDING_REFUSED });
 }
 
 /**
@@ -113,10 +112,9 @@ export function assertIdentityAllowed(roleArn: string | null, policy: BindingPol
 export async function assertEndpointAllowed(endpoint: string, policy: BindingPolicy): Promise<void> {
   const refusal = await endpointRefusal(endpoint, policy.allowInsecureEndpoints, policy.resolve);
   if (refusal !== undefined) {
-    throw new Unprocessable(
-      `storage binding refused: endpoint "${endpoint}" is not allowed: ${refusal}`,
-      BINDING_REFUSED,
-    );
+    throw new Unprocessable(`storage binding refused: endpoint "${endpoint}" is not allowed: ${refusal}`, {
+      code: BINDING_REFUSED,
+    });
   }
 }
 

@@ -103,11 +103,10 @@ export class Tables {
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
     if (this.changing) {
-      throw new Conflict(
-        `${what} was not applied: another catalog change of this database was in flight; retry`,
-        1,
-        'catalog_change_in_flight',
-      );
+      throw new Conflict(`${what} was not applied: another catalog change of this database was in flight; retry`, {
+        retryAfterS: 1,
+        code: 'catalog_change_in_flight',
+      });
     }
     this.changing = true;
     try {
@@ -127,15 +126,14 @@ export class Tables {
     return this.exclusively(`creating table "${req.table_name}"`, async () => {
       const existing = await this.catalog.findTable(this.databaseId, req.table_name);
       if (existing?.state === 'ready') {
-        throw new Conflict(`table "${req.table_name}" already exists`, undefined, 'table_exists');
+        throw new Conflict(`table "${req.table_name}" already exists`, { code: 'table_exists' });
       }
       if (existing !== undefined) {
         // Another node may be creating it now: that one finishes, and this request is told to retry.
         if (Date.now() - existing.createdMs < ABANDONED_CREATION_MS) {
           throw new Conflict(
             `creating table "${req.table_name}" was not applied: another creation of it was in flight; retry`,
-            1,
-            'catalog_change_in_flight',
+            { retryAfterS: 1, code: 'catalog_change_in_flight' },
           );
         }
         // A creation that died half-way left its name in the catalog: clear it and start afresh.
@@ -176,13 +174,13 @@ export class Tables {
 
   async drop(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined) throw new NotFound(`table "${name}"`, 'unknown_table');
+    if (record === undefined) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
     return this.exclusively(`dropping table "${name}"`, async () => {
       const open = this.handles.get(record.tableId);
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
       // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
-      if (!(await this.forget(record, purge))) throw new NotFound(`table "${name}"`, 'unknown_table');
+      if (!(await this.forget(record, purge))) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
       return { table_name: name, purged: purge, location: `${this.location.publicUri}/${record.tableId}.lance` };
     });
   }
@@ -247,7 +245,8 @@ export class Tables {
   /** The open table of that name; 404 when the catalog has no finished table of that name. */
   async get(name: string): Promise<TableHandle> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined || record.state !== 'ready') throw new NotFound(`table "${name}"`, 'unknown_table');
+    if (record === undefined || record.state !== 'ready')
+      throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
     const handle = await this.open(record);
     if (handle.ann.size < handle.indexes.vector.length && Date.now() - handle.annCheckedMs > ANN_RECHECK_MS) {
       handle.annCheckedMs = Date.now();

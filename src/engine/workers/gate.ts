@@ -12,7 +12,7 @@ export interface GatedDatabase extends DatabaseRef {
 
 /** The answer to a call on a database while it is being deleted. */
 export const deleting = (name: string): Unavailable =>
-  new Unavailable(`database "${name}" is being deleted`, 1, 'database_deleting');
+  new Unavailable(`database "${name}" is being deleted`, { retryAfterS: 1, code: 'database_deleting' });
 
 /**
  * The one gate of every data-plane call: a database in a state that serves (409 naming the fix otherwise), with
@@ -25,21 +25,22 @@ export async function admit(workers: WorkerPool, db: GatedDatabase): Promise<Lea
     case 'unverified':
       throw new Conflict(
         `database "${db.name}" is not verified yet: call POST /v1/databases/${db.name}/storage/verify first`,
-        undefined,
-        'database_not_verified',
+        { code: 'database_not_verified' },
       );
     case 'verify_failed':
       throw new Conflict(
         `database "${db.name}" failed its last storage verification (${db.lastError ?? 'unknown error'}); fix the grant and verify again`,
-        undefined,
-        'database_verify_failed',
+        { code: 'database_verify_failed' },
       );
     case 'activating': {
       // Placement was started by verification; until it lands the caller is asked to come back.
       const placed = workers.leaseIfPlaced(db.id);
       if (placed !== undefined) return placed;
       workers.activate(db);
-      throw new Unavailable(`the workers of database "${db.name}" are activating`, 1, 'database_activating');
+      throw new Unavailable(`the workers of database "${db.name}" are activating`, {
+        retryAfterS: 1,
+        code: 'database_activating',
+      });
     }
     case 'active':
       // An idle worker may have been let go; placing it again is quick unless the node is full (503).

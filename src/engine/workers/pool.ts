@@ -1,4 +1,4 @@
-import { ApiError, LimitExceeded, Unavailable } from '../../errors.js';
+import { StrataError, Throttled, Unavailable } from '../../errors.js';
 import { UpkeepProcess } from '../upkeep/process.js';
 import { JsonThread } from '../writes/json-rows.js';
 import { type DatabaseRef, DatabaseWorker, type Lease, type WorkerDeps } from './worker.js';
@@ -86,7 +86,7 @@ export class WorkerPool {
   activate(ref: DatabaseRef): void {
     this.place(ref).catch((err: unknown) => {
       // No capacity (or no share of it) leaves the database activating; its next request places it.
-      if (!(err instanceof ApiError)) this.options.onError(err, ref);
+      if (!(err instanceof StrataError)) this.options.onError(err, ref);
     });
   }
 
@@ -180,9 +180,9 @@ export class WorkerPool {
     if (own.length + placingOwn >= this.accountShare) {
       const victim = leastRecentlyUsedIdle(own);
       if (victim === undefined) {
-        throw new LimitExceeded(
+        throw new Throttled(
           `the databases of this account already hold ${this.accountShare} of this node's ${this.options.capacity} workers (STRATA_MAX_WORKER_SHARE_PERCENT), all busy; retry shortly`,
-          1,
+          { retryAfterS: 1 },
         );
       }
       await this.letGo(victim);
@@ -191,11 +191,10 @@ export class WorkerPool {
     if (this.workers.size + this.placing.size < this.options.capacity) return;
     const victim = leastRecentlyUsedIdle(this.workers.values());
     if (victim === undefined) {
-      throw new Unavailable(
-        `no capacity is free to place the workers of database "${ref.name}"; retry shortly`,
-        1,
-        'no_capacity',
-      );
+      throw new Unavailable(`no capacity is free to place the workers of database "${ref.name}"; retry shortly`, {
+        retryAfterS: 1,
+        code: 'no_capacity',
+      });
     }
     await this.letGo(victim);
   }

@@ -1,4 +1,5 @@
-import { ApiError, NotFound } from '../../errors.js';
+import type { Schema } from 'apache-arrow';
+import { NotFound, StrataError } from '../../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../../sql/database.js';
 import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
@@ -11,7 +12,13 @@ import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
 import type { ExactRequest, HybridRequest, MatchRequest, RowsResult } from '../search/request.js';
 import { LanceSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
-import { closeHandle, type TableHandle, Tables } from '../tables/tables.js';
+import {
+  type CreateTableRequest,
+  closeHandle,
+  type TableDescription,
+  type TableHandle,
+  Tables,
+} from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
 import { findCommit, type VersionReader, type WriteHooks, type WriteIntent } from '../writes/intent.js';
@@ -101,6 +108,22 @@ export class DatabaseWorker {
       node.json,
       deps.maxResultBytes,
     );
+  }
+
+  createTable(req: CreateTableRequest): Promise<TableDescription> {
+    return this.tables.create(req);
+  }
+
+  dropTable(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
+    return this.tables.drop(name, purge);
+  }
+
+  describeTable(name: string): Promise<TableDescription & { arrowSchema: Schema }> {
+    return this.tables.describe(name);
+  }
+
+  listTables(): Promise<{ table_name: string; num_rows: number }[]> {
+    return this.tables.list();
   }
 
   append(table: string, body: RowsBody, hooks?: WriteHooks): Promise<WriteResult> {
@@ -211,9 +234,9 @@ export class DatabaseWorker {
     try {
       return await work(handle);
     } catch (err) {
-      if (err instanceof ApiError) throw err;
+      if (err instanceof StrataError) throw err;
       const now = await this.catalog.findTable(this.ref.id, name);
-      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, 'unknown_table');
+      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
       throw err;
     }
   }

@@ -226,6 +226,6 @@ export async function findCommit(
     `whether the write first sent with this Idempotency-Key committed can no longer be told: the table's versions ` +
       `since it started were pruned (STRATA_VERSION_RETENTION_MS); nothing was written. Check the table's rows, ` +
       `then send the write again with a new key if it is missing`,
-    'idempotency_unresolvable',
+    { code: 'idempotency_unresolvable' },
   );
 }

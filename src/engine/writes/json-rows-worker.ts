@@ -2,7 +2,7 @@
 import { parentPort } from 'node:worker_threads';
 import { arrow } from '../../arrow/arrow.js';
 import { jsonText } from '../../arrow/to-json.js';
-import { ApiError } from '../../errors.js';
+import { StrataError } from '../../errors.js';
 import { schemaFromIpc } from '../tables/schema.js';
 import { batchFromJsonBytes, type JsonJob, type JsonReply, movable } from './json-rows.js';
 
@@ -21,7 +21,7 @@ port.on('message', (job: JsonJob) => {
     bytes = work(job);
   } catch (err) {
     const reply: JsonReply =
-      err instanceof ApiError && err.status === 400
+      err instanceof StrataError && err.kind === 'invalid'
         ? { id: job.id, refused: err.message, code: err.code }
         : { id: job.id, fault: err instanceof Error ? err.message : String(err) };
     port.postMessage(reply);

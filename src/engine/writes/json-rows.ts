@@ -131,11 +131,10 @@ export class JsonThread {
       this.lost(
         worker,
         (err as { code?: string }).code === 'ERR_WORKER_OUT_OF_MEMORY'
-          ? new Unavailable(
-              'converting the rows of a request took more memory than a request may use; retry',
-              1,
-              'converter_out_of_memory',
-            )
+          ? new Unavailable('converting the rows of a request took more memory than a request may use; retry', {
+              retryAfterS: 1,
+              code: 'converter_out_of_memory',
+            })
           : err,
       ),
     );
@@ -149,7 +148,7 @@ export class JsonThread {
     this.pending.delete(reply.id);
     if (this.pending.size === 0) this.retireLater();
     if (waiting === undefined) return;
-    if ('refused' in reply) waiting.reject(new BadRequest(reply.refused, reply.code));
+    if ('refused' in reply) waiting.reject(new BadRequest(reply.refused, { code: reply.code }));
     else if ('fault' in reply) waiting.reject(new Error(`the JSON thread failed: ${reply.fault}`));
     else waiting.resolve(reply.bytes);
   }

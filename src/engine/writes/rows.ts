@@ -82,7 +82,7 @@ export function checkConvertedSize(schema: Schema, rows: number, bodyBytes: numb
   if (needed > limit) {
     throw new BadRequest(
       `the body's ${rows} rows would take at least ${Math.ceil(needed)} bytes as the table's columns (left-out columns filled with nulls), over the ${limit}-byte limit for a body of ${bodyBytes} bytes; send fewer rows per request, or the left-out columns`,
-      'body_too_complex',
+      { code: 'body_too_complex' },
     );
   }
 }

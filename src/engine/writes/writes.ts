@@ -124,8 +124,7 @@ export async function replace(
     if (keys.length !== sent) {
       throw new Conflict(
         `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
-        undefined,
-        'row_count_mismatch',
+        { code: 'row_count_mismatch' },
       );
     }
     if (sent === 0) {

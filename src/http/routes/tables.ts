@@ -30,7 +30,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
         response: { 200: TableDescription, ...errors },
       },
     },
-    async (req) => withWorker(ctx, req.accountId, req.params.database, (worker) => worker.tables.create(req.body)),
+    async (req) => withWorker(ctx, req.accountId, req.params.database, (worker) => worker.createTable(req.body)),
   );
 
   app.post(
@@ -46,7 +46,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req) =>
       withWorker(ctx, req.accountId, req.params.database, (worker) =>
-        worker.tables.drop(req.body.table_name, req.body.purge ?? false),
+        worker.dropTable(req.body.table_name, req.body.purge ?? false),
       ),
   );
 
@@ -64,7 +64,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req) => {
       const table = await withWorker(ctx, req.accountId, req.params.database, (worker) =>
-        worker.tables.describe(req.body.table_name),
+        worker.describeTable(req.body.table_name),
       );
       return req.body.encoding === 'ipc'
         ? { schema_ipc: schemaToIpc(table.arrowSchema), indexes: table.indexes }
@@ -81,7 +81,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
   };
   const list = async (req: { accountId: string; params: { database: string } }) => ({
-    tables: await withWorker(ctx, req.accountId, req.params.database, (worker) => worker.tables.list()),
+    tables: await withWorker(ctx, req.accountId, req.params.database, (worker) => worker.listTables()),
   });
   app.post('/v1/list_tables/:database', listTables, list);
   app.get('/v1/list_tables/:database', listTables, list);
