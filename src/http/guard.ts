@@ -32,7 +32,9 @@ export async function withWorker<T>(
 /**
  * `withWorker` for a write: its answer is given only if the database was still there once it committed. A purge
  * deletes a database's files once every node has had its drain time; a commit that the bucket delayed beyond
- * that lands in files already deleted, and is answered as the deletion (503 or 404), never acknowledged.
+ * that lands in files already deleted, and is answered as the deletion (503 or 404), never acknowledged. When the
+ * control store cannot be asked, this node's own notice of a deletion decides: a write that committed is not
+ * refused for an outage (its client would send it again).
  */
 export function withWriter<T>(
   ctx: AppContext,
@@ -42,7 +44,14 @@ export function withWriter<T>(
 ): Promise<T> {
   return withWorker(ctx, accountId, database, async (worker) => {
     const result = await work(worker);
-    const now = await ctx.databases.get(accountId, database);
+    const now = await ctx.databases.get(accountId, database).catch((err: unknown) => {
+      if (err instanceof NotFound) throw err;
+      return undefined;
+    });
+    if (now === undefined) {
+      if (ctx.workers.isRetiring(worker.ref.id)) throw deleting(worker.ref.name);
+      return result;
+    }
     if (now.id !== worker.ref.id) throw new NotFound(`database "${database}"`, { code: 'unknown_database' });
     if (now.state === 'deleting' || now.state === 'purging') throw deleting(now.name);
     return result;
