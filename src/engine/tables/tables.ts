@@ -27,6 +27,9 @@ import {
 import { Serial } from './serial.js';
 
 /** A create_table body (the contract's type). */
+/** Tries at deleting a dropped table's dataset before the drop fails. */
+const DELETE_TRIES = 3;
+
 export type CreateTableRequest = Static<typeof CreateTableBody>;
 
 export interface TableDescription {
@@ -172,7 +175,15 @@ export class Tables {
     });
   }
 
-  async drop(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
+  /**
+   * Drops a table: it leaves the catalog, then (with `purge`) its files go, once `settle` has let this node's
+   * upkeep of it end.
+   */
+  async drop(
+    name: string,
+    purge: boolean,
+    settle: (tableId: string) => Promise<void> = async () => undefined,
+  ): Promise<{ table_name: string; purged: boolean; location: string }> {
     const record = await this.catalog.findTable(this.databaseId, name);
     if (record === undefined) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
     return this.exclusively(`dropping table "${name}"`, async () => {
@@ -180,7 +191,7 @@ export class Tables {
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
       // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
-      if (!(await this.forget(record, purge))) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+      if (!(await this.forget(record, purge, settle))) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
       return { table_name: name, purged: purge, location: `${this.location.publicUri}/${record.tableId}.lance` };
     });
   }
@@ -189,7 +200,11 @@ export class Tables {
    * Removes a table from the catalog (first, so the name is free at once) and, with `purge`, its files. False when
    * another node removed the entry first: that node's drop deletes the files, if asked to.
    */
-  private async forget(record: TableRecord, purge: boolean): Promise<boolean> {
+  private async forget(
+    record: TableRecord,
+    purge: boolean,
+    settle: (tableId: string) => Promise<void> = async () => undefined,
+  ): Promise<boolean> {
     const removed = await this.catalog.deleteTable(record.tableId);
     const open = this.handles.get(record.tableId);
     this.handles.delete(record.tableId);
@@ -197,11 +212,27 @@ export class Tables {
     const handle = await open?.catch(() => undefined);
     if (handle !== undefined) closeHandle(handle.lance);
     if (purge && removed) {
-      await this.connection.dropTable(record.tableId).catch((err: unknown) => {
-        if (!isMissingDataset(err)) throw err;
-      });
+      await settle(record.tableId);
+      await this.deleteDataset(record.tableId);
     }
     return removed;
+  }
+
+  /**
+   * Deletes a dropped table's dataset. A write that was under way when the deletion began (upkeep on another node)
+   * can make a folder the deletion had emptied non-empty again: the deletion is tried again before it fails.
+   */
+  private async deleteDataset(tableId: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.connection.dropTable(tableId);
+        return;
+      } catch (err) {
+        if (isMissingDataset(err)) return;
+        if (attempt >= DELETE_TRIES) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
+    }
   }
 
   /** What `/v1/schema` answers: the columns with their indexes beside them, and the Arrow schema. */

@@ -96,6 +96,8 @@ const ANN_RETRY_MS = 60_000;
 export class Upkeep {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
+  /** The table a pass is working on now, and when that work ends. */
+  private working: { id: string; done: Promise<void> } | undefined;
   private stopped = false;
   /** Consecutive upkeep commits a table's writes preempted. */
   private readonly preempted = new Map<string, number>();
@@ -182,7 +184,15 @@ export class Upkeep {
         id = table.record.tableId;
         open.add(id);
         if (this.dropped.has(id)) continue;
-        await this.leasing(id, () => this.upkeep(table));
+        const done = this.leasing(id, () => this.upkeep(table));
+        this.working = {
+          id,
+          done: done.then(
+            () => undefined,
+            () => undefined,
+          ),
+        };
+        await done;
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
         // Dropped while its pass ran (a purge removes the files the job reads): not a failure, and not retried.
@@ -199,6 +209,22 @@ export class Upkeep {
     }
     const known = new Set([...this.seen.keys(), ...this.behind.keys(), ...this.counted.keys()]);
     for (const id of known) if (!open.has(id) || this.dropped.has(id)) this.forget(id);
+  }
+
+  /**
+   * Lets go of a table about to be dropped here: no pass starts on it, and one working on it is waited for (up to
+   * `waitMs`), so that its files are not deleted while upkeep writes them (a compaction, an index build).
+   */
+  async leave(id: string, waitMs = 60_000): Promise<void> {
+    this.markDropped(id);
+    const working = this.working;
+    if (working?.id !== id) return;
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, waitMs);
+    });
+    await Promise.race([working.done, waited]);
+    clearTimeout(timer);
   }
 
   /** Whether the table left the catalog (`acquire` says so, and takes no lease then). */

@@ -115,7 +115,7 @@ export class DatabaseWorker {
   }
 
   dropTable(name: string, purge: boolean): Promise<{ table_name: string; purged: boolean; location: string }> {
-    return this.tables.drop(name, purge);
+    return this.tables.drop(name, purge, (tableId) => this.upkeep.leave(tableId));
   }
 
   describeTable(name: string): Promise<TableDescription & { arrowSchema: Schema }> {
