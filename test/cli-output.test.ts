@@ -12,6 +12,8 @@ import { activeLocalDatabase, type Client, client } from './support/server.js';
 /**
  * What `strata` prints: each command's own usage for --help (every flag it takes), usage errors in its own words,
  * and the service's answers as aligned tables on a terminal, JSON lines in a pipe, with no double-encoded values.
+ * Slow: about 15 s, the built `strata` run once or more per case (some on a pseudo-terminal), against a
+ * `strata serve` process.
  */
 
 const run = promisify(execFile);

@@ -8,6 +8,11 @@ import { rememberSecret } from './support/logs.js';
 import { CLI, type Served, serveProcess } from './support/processes.js';
 import { client } from './support/server.js';
 
+/**
+ * `strata serve` and `strata keys` as a user runs them: the built CLI (`dist/cli.js`) in processes of its own.
+ * Slow: about 17 s, a `strata serve` process per test and `strata` run some ten times besides.
+ */
+
 const run = promisify(execFile);
 const dirs: string[] = [];
 const children: ChildProcess[] = [];

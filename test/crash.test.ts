@@ -11,6 +11,12 @@ import { rememberSecret } from './support/logs.js';
 import { activeLocalDatabase, client, freePort } from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
+/**
+ * A `strata serve` process killed with SIGKILL 50 times in the middle of updates: every row set the bucket holds is
+ * wholly old or wholly new, and no acknowledged write is lost. Slow: about 2 minutes, a server process started 50
+ * times, with the bucket read between kills while no server runs.
+ */
+
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 const KEY = `sk_${'c'.repeat(43)}`;
 const GROUPS = 6;

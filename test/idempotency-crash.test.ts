@@ -11,6 +11,7 @@ import { type Row, tablesOf } from './support/tables.js';
  * The server kills itself (SIGKILL) after every third committed write, before answering it: a test build's kill
  * point (`STRATA_TEST_CRASH_AFTER_COMMIT_EVERY`). Each write is sent again with its key, after a restart, until
  * it is answered; the table must then hold every write exactly once.
+ * Slow: about 14 s, a `strata serve` process started again after each kill.
  */
 
 const KEY = `sk_${'i'.repeat(43)}`;

@@ -11,6 +11,7 @@ import { tablesOf } from './support/tables.js';
  * A key outlives its expiry while its write is unresolved. The server kills itself after committing each write,
  * before answering it (`STRATA_TEST_CRASH_AFTER_COMMIT_EVERY=1`); the retry comes after the key's TTL has passed.
  * Started afresh, it would append the row a second time.
+ * Slow: about 6 s, `strata serve` processes killed and started again, and a wait past the key's TTL.
  */
 
 const KEY = `sk_${'x'.repeat(43)}`;

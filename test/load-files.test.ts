@@ -11,6 +11,7 @@ import { activeLocalDatabase, type Client, client } from './support/server.js';
  * `strata load` of files as users have them, against a real server: every column type DuckDB reads from Parquet,
  * CSV and JSON Lines loads under the service's own spelling with its values; paths with pattern characters are
  * paths; bad rows are refused with the file's row, the column and the value.
+ * Slow: about 12–17 s, a `strata load` process per file against a `strata serve` process.
  */
 
 const KEY = `sk_${'f'.repeat(43)}`;

@@ -15,6 +15,8 @@ import { activeLocalDatabase, type Client, client, eventually, freePort } from '
 /**
  * `strata load` against a real server: Parquet, CSV, JSON Lines and Arrow files written by DuckDB (and Arrow JS),
  * loaded and compared row for row; a load killed half-way and run again; a server killed under a load.
+ * Slow: about 90 s (145 s on a loaded machine), 100,000 rows in each format loaded by `strata` processes into a
+ * `strata serve` process, and loads and a server killed and run again.
  */
 
 const ROWS = 100_000;

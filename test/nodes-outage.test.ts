@@ -12,6 +12,7 @@ import { tablesOf } from './support/tables.js';
  * PostgreSQL stopped under load and started again: nodes answer 503 + Retry-After meanwhile (never a 500, never a
  * hang past a few seconds) and serve again once it is back, without a restart. The server is this file's own, as
  * stopping the test run's shared one would fail other files.
+ * Slow: about 11 s, a PostgreSQL of its own and three `strata serve` processes, waiting out the outage.
  */
 
 let postgres: TestPostgres;

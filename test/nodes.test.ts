@@ -15,6 +15,8 @@ import { type Row, tablesOf } from './support/tables.js';
 /**
  * Three `strata serve` processes on one PostgreSQL control store and one data dir: any node answers any request
  * the same, and nothing acknowledged is lost or doubled (docs/deploy.md).
+ * Slow: about 30 s, three server processes started, killed and started again, and waits for a lease to pass to
+ * a survivor and for a purge to be let go by every node.
  */
 
 const LEASE_MS = 1500;

@@ -11,6 +11,7 @@ import { NESTED_SCHEMA } from './support/types.js';
 
 // Predicates (update, delete) and filters (search) are exactly one boolean expression (docs/api.md, Predicates):
 // each case here was answered 200 once, with the tail dropped and every row deleted.
+// Slow only because one case reads a `strata serve` process's stderr for backtraces (about 3–6 s in all).
 
 const { strata, api } = serveFile({}, { database: 'shop' });
 const db = tablesOf(api, 'shop');

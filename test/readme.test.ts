@@ -7,6 +7,11 @@ import { afterAll, expect, test } from 'vitest';
 import { rememberSecret } from './support/logs.js';
 import { client, freePort } from './support/server.js';
 
+/**
+ * The README's walk-through and its shell block, run as written (curl, and the built `strata`) against fresh
+ * `strata serve` processes. Slow: about 9 s, two server processes and every request of the walk-through.
+ */
+
 const run = promisify(execFile);
 const CLI = join(import.meta.dirname, '..', 'dist', 'cli.js');
 const README = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8');

@@ -12,6 +12,7 @@ import { type Row, tablesOf } from './support/tables.js';
  * same rows. Whether it committed is read from the table's history, not its rows now: one that committed is
  * answered as it would have been and never applied again (a row another client deleted stays deleted, another
  * client's later update stays); one that did not commit is applied once.
+ * Slow: about 16 s, a `strata serve` process killed around a commit and started again in every case.
  */
 
 const KEY = `sk_${'h'.repeat(43)}`;

@@ -12,6 +12,7 @@ import { type Row, tablesOf } from './support/tables.js';
  * Issue 27's crash through two nodes on one PostgreSQL and one data dir: a keyed write commits on node C, C is
  * killed before it answers, another client changes the same rows through node A, and the original client retries
  * with its key on A. The retry finds the write in the table's history and replays it: nothing is applied twice.
+ * Slow: about 10 s, two `strata serve` processes on PostgreSQL, one of them killed.
  */
 
 let controlUrl: string;

@@ -4,6 +4,12 @@ import { arrow } from '../src/arrow/arrow.js';
 import { serveFile } from './support/server.js';
 import { ARROW, readTable, tablesOf } from './support/tables.js';
 
+/**
+ * Generated row sets of every column type (fast-check, 60 runs each) against a server in this process: valid ones
+ * come back as sent through JSON, Arrow and the bucket; one invalid value refuses the whole set. Slow: about
+ * 16–25 s, a table created and written for every run.
+ */
+
 let tableNo = 0;
 
 const { strata, api } = serveFile({}, { database: 'prop' });
