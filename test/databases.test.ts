@@ -283,3 +283,17 @@ describe('tenancy', () => {
     expect(await stateOf(api, 'private')).toBe('active');
   });
 });
+
+describe('names at their limits', () => {
+  test('names of 101 to 128 characters reach their routes', async () => {
+    const name = 'n'.repeat(128);
+    expect((await api.post('/v1/databases', { name, storage: { provider: 'local', bucket: name } })).status).toBe(201);
+
+    const verified = await api.post(`/v1/databases/${name}/storage/verify`);
+    const tooLong = await api.post(`/v1/databases/${'n'.repeat(300)}/storage/verify`);
+
+    expect(verified.status).toBe(200);
+    expect(tooLong.status).toBe(414);
+    expect(tooLong.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});

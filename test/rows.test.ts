@@ -498,3 +498,148 @@ describe('delete', () => {
     expect((await db.remove('ghost', 'true')).status).toBe(404);
   });
 });
+
+describe('append bodies at their edges', () => {
+  test('an Arrow body without a nullable vector column writes nulls there, as JSON does', async () => {
+    await db.create({
+      table_name: 'vec',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'vector', dim: 4 },
+        { name: 'tags', type: 'list', item: 'utf8' },
+      ],
+    });
+    const ids = arrow.vectorFromArray([1n, 2n], new arrow.Int64());
+    const batch = new arrow.Table({ id: ids });
+
+    const res = await db.appendArrow('vec', ipcOf(batch));
+    const json = await db.append('vec', [{ id: 3 }]);
+
+    expect(res.status).toBe(200);
+    expect(res.json.data).toEqual([
+      { id: 1, v: null, tags: null },
+      { id: 2, v: null, tags: null },
+    ]);
+    expect(json.status).toBe(200);
+  });
+
+  test('an Arrow body of no rows (schema only) appends nothing, as {"data": []} does', async () => {
+    const schema = new arrow.Schema([
+      new arrow.Field('id', new arrow.Int64(), false),
+      new arrow.Field('v', new arrow.FixedSizeList(4, new arrow.Field('item', new arrow.Float32(), true)), true),
+    ]);
+    const before = await db.count('vec');
+
+    const res = await db.appendArrow('vec', arrow.tableToIPC(new arrow.Table(schema), 'stream'));
+
+    expect(res.status).toBe(200);
+    expect(res.json.data).toEqual([]);
+    expect(await db.count('vec')).toBe(before);
+  });
+
+  test('NaN or Infinity in an Arrow vector is 400 naming row and item, as in JSON', async () => {
+    const type = new arrow.FixedSizeList(4, new arrow.Field('item', new arrow.Float32(), true));
+    const body = new arrow.Table({
+      id: arrow.vectorFromArray([10n, 11n], new arrow.Int64()),
+      v: arrow.vectorFromArray(
+        [
+          [1, 2, 3, 4],
+          [0, Number.NaN, 0, 0],
+        ],
+        type,
+      ),
+    });
+
+    const res = await db.appendArrow('vec', ipcOf(body));
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/row 1, column "v": item 1 is NaN; vectors hold finite numbers only/);
+  });
+
+  test('a nullable column named like an Object property (constructor, toString) left out of a row is null', async () => {
+    await db.create({
+      table_name: 'proto',
+      schema: [
+        { name: 'id', type: 'i32' },
+        { name: 'constructor', type: 'utf8' },
+        { name: 'toString', type: 'utf8' },
+      ],
+    });
+
+    const res = await db.append('proto', [{ id: 1 }]);
+
+    expect(res.status).toBe(200);
+    expect(res.json.data).toEqual([{ id: 1, constructor: null, toString: null }]);
+  });
+
+  test('Arrow bodies with invalid UTF-8 or broken offsets in a text column are 400 naming the column', async () => {
+    const ipc = ipcOf(new arrow.Table({ title: arrow.vectorFromArray(['abab', 'cdcd'], new arrow.Utf8()) }));
+    const at = Buffer.from(ipc).indexOf('ababcdcd');
+    const offsets = Buffer.from(ipc).indexOf(Buffer.from(Int32Array.of(0, 4, 8).buffer));
+    const badText = new Uint8Array(ipc);
+    badText[at] = 0xff;
+    const badOffsets = new Uint8Array(ipc);
+    new DataView(badOffsets.buffer).setInt32(offsets + 8, 1 << 20, true);
+    await db.create({ table_name: 'texts', schema: [{ name: 'title', type: 'utf8' }] });
+    const send = (body: Uint8Array) =>
+      api.request('POST', '/v1/append/rows?table=texts', body, { 'content-type': ARROW });
+
+    const text = await send(badText);
+    const broken = await send(badOffsets);
+
+    expect(at).toBeGreaterThan(0);
+    expect(offsets).toBeGreaterThan(0);
+    expect(text.status).toBe(400);
+    expect(text.json.error).toMatch(/column "title": the string data is not valid UTF-8/);
+    expect(broken.status).toBe(400);
+    expect(broken.json.error).toMatch(/column "title"/);
+    expect(await db.count('texts')).toBe(0);
+  });
+
+  test('a damaged Arrow body is 400 and the server keeps answering', async () => {
+    const body = Buffer.from(
+      '/////3gAAAAQAAAAAAAKABAADgAHAAgACgAAAAAAAAEQAAAAAAAEAAgACAAAAAQACADWAAQAAAABAAAAFAAAABAAGAAEAAsAqwAUAAAADAAQAAAAFAAAAAAAAAEYAAAAAAAABRgAAAAFAAAAdGl0bGUAAMcAAAAABAAEAAQAAAD/////kAAAABQAAAAAAAAADAAaABgAEwAUAAQADAAAAAgAAAAAAAAAAAAAAAAAAAMQAAAABAAKAAwAAAAIAAQACgAAAAgAAAA8AAAAAwAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAgAAAAAAAAACAAAAAAAAAAAAAAAAAAAAAAAAAABAABEAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA/////wAAAAA=',
+      'base64',
+    );
+    await db.create({ table_name: 'docs', schema: [{ name: 'title', type: 'utf8' }] });
+
+    const res = await api.request('POST', '/v1/append/rows?table=docs', new Uint8Array(body), {
+      'content-type': ARROW,
+    });
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/Arrow IPC/);
+    expect((await fetch(`${strata.url}/healthz`)).status).toBe(200);
+  });
+
+  describe('without the file server body cap', () => {
+    // 20,000 JSON rows are about 180 KB, over this file's 64 KB cap.
+    const uncapped = serveFile({}, { database: 'wide' });
+    const wide = tablesOf(uncapped.api, 'wide');
+
+    test('a small body whose left-out columns would fill gigabytes is refused before they are made', async () => {
+      await wide.create({
+        table_name: 'wide_vec',
+        schema: [
+          { name: 'id', type: 'i8' },
+          { name: 'v', type: 'vector', dim: 4096 },
+        ],
+      });
+      const n = 20_000;
+      const ids = new arrow.Table({ id: arrow.makeVector(new Int8Array(n)) });
+
+      const viaArrow = await wide.appendArrow('wide_vec', ipcOf(ids));
+      const viaJson = await wide.append(
+        'wide_vec',
+        Array.from({ length: n }, () => ({ id: 1 })),
+      );
+
+      for (const res of [viaArrow, viaJson] as { status: number; json: Record<string, unknown> }[]) {
+        expect(res.status).toBe(400);
+        expect(res.json.code).toBe('body_too_complex');
+        expect(res.json.error).toMatch(/20000 rows would take at least 327860000 bytes/);
+      }
+      expect(await wide.count('wide_vec')).toBe(0);
+    });
+  });
+});

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { serveFile } from './support/server.js';
-import { openDataset, type Row, tablesOf } from './support/tables.js';
+import { ARROW, openDataset, type Row, tablesOf } from './support/tables.js';
 
 interface Hit extends Row {
   _score: number;
@@ -593,5 +593,89 @@ describe('freshness', () => {
     const after = await check();
     expect(after).not.toContain(before[0]);
     expect(after.length).toBe(12);
+  });
+});
+
+describe('exact_match at its edges', () => {
+  test('a match with no rows on a table with list and vector columns answers an empty stream', async () => {
+    await db.create({
+      table_name: 'vec',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'v', type: 'vector', dim: 4 },
+        { name: 'tags', type: 'list', item: 'utf8' },
+      ],
+    });
+    await db.append('vec', [{ id: 1 }, { id: 2 }, { id: 3 }]);
+
+    const none = await api.request(
+      'POST',
+      '/v1/exact_match/s',
+      { table_name: 'vec', field_name: 'id', value: '999' },
+      { accept: ARROW },
+    );
+    const asJson = await api.request(
+      'POST',
+      '/v1/exact_match/s',
+      { table_name: 'vec', field_name: 'id', value: '999' },
+      { accept: 'application/json' },
+    );
+
+    expect(none.status).toBe(200);
+    expect(asJson.json).toEqual({ data: [] });
+  });
+
+  test('exact_match on the smallest i64 finds its row', async () => {
+    await db.create({ table_name: 'big', schema: [{ name: 'n', type: 'i64' }] });
+    await db.append('big', [{ n: '-9223372036854775808' }, { n: '9223372036854775807' }, { n: 0 }]);
+
+    const low = await api.post('/v1/exact_match/s', {
+      table_name: 'big',
+      field_name: 'n',
+      value: '-9223372036854775808',
+    });
+    const high = await api.request(
+      'POST',
+      '/v1/exact_match/s',
+      { table_name: 'big', field_name: 'n', value: '9223372036854775807' },
+      { accept: 'application/json' },
+    );
+
+    expect(low.status).toBe(200);
+    expect(high.json).toEqual({ data: [{ n: '9223372036854775807' }] });
+  });
+
+  test('a projection naming a column twice is 400', async () => {
+    const res = await api.post('/v1/exact_match/s', {
+      table_name: 'vec',
+      field_name: 'id',
+      value: '1',
+      projection: ['id', 'id'],
+    });
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/projection\[1\]: column "id" is listed twice/);
+  });
+
+  describe('under a cap on replies (STRATA_MAX_RESULT_BYTES)', () => {
+    const capped = serveFile({ STRATA_MAX_RESULT_BYTES: '65536' }, { database: 'capped' });
+    const t = tablesOf(capped.api, 'capped');
+
+    test('a row reply over the cap is refused too', async () => {
+      await t.create({ table_name: 'wide', schema: [{ name: 's', type: 'utf8' }] });
+      const value = 'y'.repeat(10_000);
+      // A write's reply is the rows written: never refused once they are committed, whatever the cap.
+      const appended = await t.append(
+        'wide',
+        Array.from({ length: 10 }, () => ({ s: value })),
+      );
+      expect(appended.status).toBe(200);
+      expect(appended.json.data).toHaveLength(10);
+
+      const res = await capped.api.post('/v1/exact_match/capped', { table_name: 'wide', field_name: 's', value });
+
+      expect(res.status).toBe(400);
+      expect(res.json.code).toBe('result_too_large');
+    });
   });
 });

@@ -632,3 +632,43 @@ test('queries during replaces and reloads each see one consistent version', asyn
   for (const row of seen) expect(row).toEqual({ n: 2, s: 0 });
   expect(await rows('SELECT amount FROM ledger ORDER BY side')).toEqual([{ amount: 12 }, { amount: -12 }]);
 });
+
+describe('query_sql answers values JavaScript cannot hold', () => {
+  test('dates beyond the range of JavaScript dates are written as ISO 8601 extended years', async () => {
+    const res = await api.request(
+      'POST',
+      '/v1/query_sql/q',
+      {
+        query: "SELECT DATE '-5877641-06-25' AS d, DATE '300000-01-01' AS e, TIMESTAMP '2024-02-29 12:34:56.789' AS t",
+      },
+      { accept: 'application/json' },
+    );
+
+    expect(res.json.error).toBeUndefined();
+    expect(res.json).toEqual({
+      data: [{ d: '-5877641-06-25', e: '+300000-01-01', t: '2024-02-29T12:34:56.789000Z' }],
+    });
+  });
+});
+
+describe('query_sql under a cap on replies (STRATA_MAX_RESULT_BYTES)', () => {
+  const capped = serveFile({ STRATA_MAX_RESULT_BYTES: '65536' }, { database: 'capped' });
+
+  test('a SQL result over STRATA_MAX_RESULT_BYTES is 400 result_too_large naming the cap', async () => {
+    const big = await capped.api.post('/v1/query_sql/capped', {
+      query: "SELECT range AS n, repeat('x', 100) AS s FROM range(100000)",
+    });
+    const oneValue = await capped.api.request(
+      'POST',
+      '/v1/query_sql/capped',
+      { query: "SELECT repeat('x', 200000) AS s" },
+      { accept: 'application/json' },
+    );
+
+    expect(big.status).toBe(400);
+    expect(big.json.code).toBe('result_too_large');
+    expect(big.json.error).toMatch(/65536-byte cap/);
+    expect(oneValue.status).toBe(400);
+    expect(oneValue.json.code).toBe('result_too_large');
+  });
+});

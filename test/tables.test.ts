@@ -409,3 +409,30 @@ describe('catalog changes of one database are applied one at a time', () => {
     expect((await db.create({ table_name: 'half2', schema: [{ name: 'a', type: 'i32' }] })).status).toBe(200);
   });
 });
+
+describe('create_table refuses column names the engines cannot hold', () => {
+  test('a column name holding a backtick is refused at creation, in either schema form', async () => {
+    const plain = await db.create({ table_name: 'tick', schema: [{ name: 'a`b', type: 'utf8' }] });
+    const indexed = await db.create({
+      table_name: 'tick2',
+      schema: [{ name: 'a`b', type: 'utf8' }],
+      indexes: { fts: ['a`b'] },
+    });
+    const schema = new arrow.Schema([new arrow.Field('x`y', new arrow.Utf8(), true)]);
+    const ipc = Buffer.from(arrow.tableToIPC(new arrow.Table(schema), 'stream')).toString('base64');
+    const viaIpc = await db.create({ table_name: 'tick3', schema_ipc: ipc });
+
+    for (const res of [plain, indexed, viaIpc]) {
+      expect(res.status).toBe(400);
+      expect(res.json.error).toMatch(/backtick/);
+    }
+    expect((await api.post('/v1/query_sql/shop', { query: 'SELECT 1 AS one' })).status).toBe(200);
+  });
+
+  test('a column name holding a dot is refused at creation', async () => {
+    const res = await db.create({ table_name: 'dotted', schema: [{ name: 'a.b', type: 'i32' }] });
+
+    expect(res.status).toBe(400);
+    expect(res.json.error).toMatch(/must not contain a dot/);
+  });
+});
