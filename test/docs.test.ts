@@ -69,3 +69,13 @@ describe('the README and docs/ stand on their own', () => {
     expect(outside, 'links to files or headings that are not in the repository').toEqual([]);
   });
 });
+
+describe('the README is a front door', () => {
+  test('of at most 9,000 bytes, whose settings are on a page of their own', () => {
+    const readme = read('README.md');
+
+    expect(Buffer.byteLength(readme)).toBeLessThanOrEqual(9000);
+    expect(readme).toContain('](docs/configuration.md)');
+    expect(readme).not.toMatch(/^\| `STRATA_/m);
+  });
+});
