@@ -14,6 +14,7 @@ const UNIT = [
   'fusion-property',
   'ipc-check',
   'load-groups',
+  'layers',
   'load-types',
   'predicate-parser',
   'row-keys',
