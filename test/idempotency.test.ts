@@ -1,8 +1,6 @@
 import { beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { rowsDigest } from '../src/arrow/digest.js';
-import { fingerprintFor } from '../src/control/idempotency.js';
-import { fingerprintOf } from '../src/http/idempotency.js';
+import { fingerprintOf } from '../src/engine/writes/service.js';
 import { activeLocalDatabase, serveFile } from './support/server.js';
 import { ARROW, ipcOf, type Row, tablesOf } from './support/tables.js';
 
@@ -141,19 +139,13 @@ describe('Idempotency-Key', () => {
     // Another node holds the key for this very request now, as it would while its write runs.
     const begun = await store.beginIdempotent(
       { accountId: account.id, databaseId: database?.id ?? '', key },
-      fingerprintFor(
+      fingerprintOf(
+        { kind: 'append', table: 'items' },
         (await store.findTable(database?.id ?? '', 'items'))?.tableId ?? '',
-        fingerprintOf([
-          'append',
-          'items',
-          undefined,
-          rowsDigest(
-            new arrow.Table({
-              id: arrow.vectorFromArray([30n], new arrow.Int64()),
-              v: arrow.vectorFromArray(['z'], new arrow.Utf8()),
-            }).batches,
-          ),
-        ]),
+        new arrow.Table({
+          id: arrow.vectorFromArray([30n], new arrow.Int64()),
+          v: arrow.vectorFromArray(['z'], new arrow.Utf8()),
+        }).batches,
       ),
       'another-node',
       60_000,
@@ -308,9 +300,12 @@ describe('Idempotency-Key', () => {
 
 describe("a request's fingerprint", () => {
   test('tells apart where one part ends and the next begins, and a part left out', () => {
-    expect(fingerprintOf(['ab', 'c'])).not.toBe(fingerprintOf(['a', 'bc']));
-    expect(fingerprintOf(['update', 'items', undefined])).not.toBe(fingerprintOf(['update', 'items', '']));
-    expect(fingerprintOf(['update', 'items', 'id = 1'])).toBe(fingerprintOf(['update', 'items', 'id = 1']));
+    const of = (table: string, predicate?: string) => fingerprintOf({ kind: 'update', table, predicate }, 't_1', []);
+    expect(of('ab', 'c')).not.toBe(of('a', 'bc'));
+    expect(of('items', undefined)).not.toBe(of('items', ''));
+    expect(of('items', 'id = 1')).toBe(of('items', 'id = 1'));
+    // The table instance leads: a table dropped and made again under its name is another table.
+    expect(fingerprintOf({ kind: 'delete', table: 'items' }, 't_1', undefined)).toMatch(/^t_1\//);
   });
 
   test('is of the rows a body holds: the same rows as JSON spaced otherwise, or as Arrow in two batches, are the same request', async () => {

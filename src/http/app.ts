@@ -8,8 +8,10 @@ import type { Config } from '../config.js';
 import { Databases, DRAIN_MS } from '../control/databases.js';
 import { type ControlStore, isBeingDeleted } from '../control/store.js';
 import { WorkerPool } from '../engine/workers/pool.js';
+import { WritePath } from '../engine/writes/service.js';
 import { StrataError } from '../errors.js';
 import { SqlMemoryBudget } from '../sql/memory-budget.js';
+import { crashPoints } from '../testing/crash-points.js';
 import { authPlugin } from './auth.js';
 import { concurrencyPlugin } from './concurrency.js';
 import type { AppContext } from './context.js';
@@ -129,6 +131,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       log: { warn: (details, message) => app.log.warn(details, message) },
       maxTables: config.limits.tablesPerDatabase,
       maxResultBytes: config.limits.maxResultBytes,
+      writes: new WritePath(
+        store,
+        { nodeId, holdMs: config.idempotencyHoldMs, ttlMs: config.idempotencyTtlMs },
+        crashPoints(process.env),
+      ),
     },
     capacity: config.maxActiveDatabases,
     accountSharePercent: config.limits.workerSharePercent,

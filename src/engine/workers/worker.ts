@@ -21,10 +21,12 @@ import {
 } from '../tables/tables.js';
 import type { UpkeepProcess } from '../upkeep/process.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
-import { findCommit, type VersionReader, type WriteHooks, type WriteIntent } from '../writes/intent.js';
+import type { WriteCommand, WriteOptions, WriteOutcome } from '../writes/command.js';
+import { findCommit, type VersionReader } from '../writes/intent.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
-import { append, type RowCounts, remove, replace, type WriteResult } from '../writes/writes.js';
+import type { WritePath, WriteTarget } from '../writes/service.js';
+import { append, remove, replace } from '../writes/writes.js';
 
 /** What a worker needs to know about the database it serves. */
 export interface DatabaseRef {
@@ -49,6 +51,8 @@ export interface WorkerDeps {
   maxTables: number;
   /** Bytes a row reply may take (`STRATA_MAX_RESULT_BYTES`). */
   maxResultBytes: number;
+  /** How writes run under idempotency keys. */
+  writes: WritePath;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -79,6 +83,7 @@ export class DatabaseWorker {
     private readonly expiresAtMs: number | undefined,
     private readonly json: JsonThread,
     private readonly maxResultBytes: number,
+    private readonly writes: WritePath,
   ) {}
 
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
@@ -107,6 +112,7 @@ export class DatabaseWorker {
       location.expiresAtMs,
       node.json,
       deps.maxResultBytes,
+      deps.writes,
     );
   }
 
@@ -126,58 +132,60 @@ export class DatabaseWorker {
     return this.tables.list();
   }
 
-  append(table: string, body: RowsBody, hooks?: WriteHooks): Promise<WriteResult> {
-    return this.onTable(table, async (handle) => {
-      const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite(handle.record.tableId, rows.batches);
-      return append(this.catalog, handle, rows, hooks?.beforeCommit);
-    });
-  }
-
-  replace(
-    table: string,
-    predicate: string | undefined,
-    body: RowsBody,
-    hooks?: WriteHooks,
-  ): Promise<WriteResult & RowCounts> {
-    return this.onTable(table, async (handle) => {
-      const rows = await this.rowsOf(handle, body);
-      await hooks?.beforeWrite(handle.record.tableId, rows.batches);
-      return replace(this.catalog, handle, predicate, rows, hooks?.beforeCommit);
-    });
-  }
-
   /**
-   * A body's rows as the table stores them, and the table's version now, without writing: what an append or
-   * replace answered, for the replay of one that landed.
+   * Runs a write (docs/api.md, Writes), under its idempotency key if it has one: the one entry point of every
+   * append, update and delete, which says whether it wrote or repeated an earlier request's answer.
    */
-  asStored(table: string, body: RowsBody): Promise<WriteResult> {
-    return this.onTable(table, async (handle) => {
-      const { batches, stream } = await this.rowsOf(handle, body);
-      return { rows: batches, stream, schema: handle.schema, version: await handle.lance.version() };
-    });
+  write(command: WriteCommand, options: WriteOptions): Promise<WriteOutcome> {
+    return this.onTable(command.table, (handle) =>
+      this.writes.write(this.ref.id, command, options, this.targetOf(handle, command)),
+    );
   }
 
-  /**
-   * What a write with this intent (and body) answered, if it committed, found in the table's history
-   * (`findCommit`): the version it is placed at and, for a replace or delete, its counts. Undefined when it never
-   * committed; 422 when the versions that would tell were pruned.
-   */
-  recovered(
-    table: string,
-    intent: WriteIntent,
-    body: RowsBody | undefined,
-  ): Promise<{ version: number; counts?: RowCounts } | undefined> {
-    return this.onTable(table, async (handle) => {
-      if (handle.record.tableId !== intent.tableId) return undefined;
-      const rows = body === undefined ? [] : (await this.rowsOf(handle, body)).batches;
-      const reader = this.versionReader(handle);
-      try {
-        return await findCommit(handle, intent, rows, reader);
-      } finally {
-        reader.close();
-      }
-    });
+  /** The worker's side of one write on one table: running it, finding it after a crash, its rows as stored. */
+  private targetOf(handle: TableHandle, command: WriteCommand): WriteTarget {
+    const body = command.kind === 'delete' ? undefined : command.rows;
+    // The body is parsed once, whichever of run, recover and stored asks first.
+    let parsed: Promise<ParsedRows> | undefined;
+    const rows = (b: RowsBody) => {
+      parsed ??= this.rowsOf(handle, b);
+      return parsed;
+    };
+    return {
+      run: async (hooks) => {
+        const batches = body === undefined ? undefined : await rows(body);
+        if ((await hooks?.beforeWrite(handle.record.tableId, batches?.batches)) === 'stop') return undefined;
+        const beforeCommit = hooks?.beforeCommit;
+        switch (command.kind) {
+          case 'append':
+            return append(this.catalog, handle, batches as ParsedRows, beforeCommit);
+          case 'update':
+            return replace(this.catalog, handle, command.predicate, batches as ParsedRows, beforeCommit);
+          case 'delete':
+            return remove(this.catalog, handle, command.predicate, beforeCommit);
+        }
+      },
+      recover: async (intent) => {
+        if (handle.record.tableId !== intent.tableId) return undefined;
+        const batches = body === undefined ? [] : (await rows(body)).batches;
+        const reader = this.versionReader(handle);
+        try {
+          return await findCommit(handle, intent, batches, reader);
+        } finally {
+          reader.close();
+        }
+      },
+      stored: async () => {
+        const { batches, stream } = await rows(body as RowsBody);
+        return { rows: batches, stream, schema: handle.schema };
+      },
+    };
+  }
+
+  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
+  private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
+    if (body.kind === 'json') return this.json.parse(handle.schema, handle.record.schemaIpc, body.bytes);
+    return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
   }
 
   /** One handle of its own, checked out at each version asked for: the shared handle always reads the latest. */
@@ -194,19 +202,6 @@ export class DatabaseWorker {
         if (lance !== undefined) closeHandle(lance);
       },
     };
-  }
-
-  /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
-  private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
-    if (body.kind === 'json') return this.json.parse(handle.schema, handle.record.schemaIpc, body.bytes);
-    return Promise.resolve(batchesFromArrow(handle.schema, body.bytes));
-  }
-
-  remove(table: string, predicate: string | undefined, hooks?: WriteHooks): Promise<RowCounts & { version: number }> {
-    return this.onTable(table, async (handle) => {
-      await hooks?.beforeWrite(handle.record.tableId);
-      return remove(this.catalog, handle, predicate, hooks?.beforeCommit);
-    });
   }
 
   search(table: string, req: HybridRequest): Promise<RowsResult> {

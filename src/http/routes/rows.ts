@@ -13,12 +13,12 @@ import {
   WriteHeaders,
 } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
+import type { RowCounts as Counts, WriteOutcome } from '../../engine/writes/command.js';
 import type { RowsBody as Rows } from '../../engine/writes/rows.js';
-import type { RowCounts as Counts, WriteResult } from '../../engine/writes/writes.js';
 import { BadRequest } from '../../errors.js';
 import { JSON_TYPE, negotiate, PREFERENCE_APPLIED, prefersMinimal, ROW_ENCODINGS, sendRows } from '../encode.js';
 import { withWriter } from '../guard.js';
-import { idempotently, REPLAYED_HEADER, type StoredAnswer } from '../idempotency.js';
+import { idempotencyKeyOf, REPLAYED_HEADER } from '../idempotency.js';
 
 const errors = errorReplies(404, 406, 409, 413, 415, 503);
 const tags = ['Rows'];
@@ -32,23 +32,18 @@ function rowsOf(req: FastifyRequest): Rows {
   return body;
 }
 
-/** The counts of a replayed write that recorded none (it matched nothing). */
 const NO_COUNTS: Counts = { matched: 0, n_tombstoned: 0, n_not_found: 0 };
 
-const countsOf = (result: Counts): Counts => ({
-  matched: result.matched,
-  n_tombstoned: result.n_tombstoned,
-  n_not_found: result.n_not_found,
-});
+/** The counts of an update or delete, as its reply shows them. */
+const countsOf = (outcome: WriteOutcome): Counts => {
+  const { matched, n_tombstoned, n_not_found } = outcome.counts ?? NO_COUNTS;
+  return { matched, n_tombstoned, n_not_found };
+};
 
-/** An earlier request's answer, repeated: its version, with the rows made again from the same body. */
-async function replayed(
-  reply: FastifyReply,
-  answer: StoredAnswer,
-  asStored: Promise<WriteResult>,
-): Promise<WriteResult> {
-  void reply.header(REPLAYED_HEADER, 'true');
-  return { ...(await asStored), version: answer.version };
+/** The headers every write answers with: the table version it made, and whether it repeats an earlier answer. */
+function headed(reply: FastifyReply, outcome: WriteOutcome): void {
+  void reply.header('x-strata-table-version', String(outcome.version));
+  if (outcome.replayed) void reply.header(REPLAYED_HEADER, 'true');
 }
 
 /** The OpenAPI document shows the rows body the routes take as bytes (`RowsBytes`) as `RowsBody`. */
@@ -89,26 +84,15 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
       // Answered without the rows, Accept does not matter: a loader need not take back what it sent.
       const encoding = prefersMinimal(req) ? undefined : negotiate(req, ROW_ENCODINGS);
       const { table } = req.query;
-      const body = rowsOf(req);
-      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
-        const outcome = await idempotently(ctx, req, worker.ref.id, {
-          fingerprint: ['append', table, undefined],
-          run: (hooks) => worker.append(table, body, hooks),
-          answer: (written) => ({ version: written.version }),
-          recover: (intent) => worker.recovered(table, intent, body),
-        });
-        if (outcome.kind === 'fresh') return outcome.result;
-        if (encoding === undefined) {
-          void reply.header(REPLAYED_HEADER, 'true');
-          return { version: outcome.answer.version };
-        }
-        return replayed(reply, outcome.answer, worker.asStored(table, body));
-      });
-      void reply.header('x-strata-table-version', String(result.version));
-      if (encoding === undefined || !('rows' in result)) {
+      const rows = rowsOf(req);
+      const outcome = await withWriter(ctx, req.accountId, req.params.database, (worker) =>
+        worker.write({ kind: 'append', table, rows }, { key: idempotencyKeyOf(req), echo: encoding !== undefined }),
+      );
+      headed(reply, outcome);
+      if (encoding === undefined || outcome.stored === undefined) {
         return reply.header(PREFERENCE_APPLIED, 'return=minimal').code(204).send(null);
       }
-      return sendRows(reply, encoding, result, 'written');
+      return sendRows(reply, encoding, outcome.stored, 'written');
     },
   );
 
@@ -129,27 +113,22 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     async (req, reply) => {
       const encoding = negotiate(req, [JSON_TYPE, ARROW_STREAM]);
       const { table, predicate } = req.query;
-      const body = rowsOf(req);
-      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
-        const outcome = await idempotently(ctx, req, worker.ref.id, {
-          fingerprint: ['update', table, predicate],
-          run: (hooks) => worker.replace(table, predicate, body, hooks),
-          answer: (written) => ({ version: written.version, counts: countsOf(written) }),
-          recover: (intent) => worker.recovered(table, intent, body),
-        });
-        if (outcome.kind === 'fresh') return outcome.result;
-        const rows = await replayed(reply, outcome.answer, worker.asStored(table, body));
-        return { ...rows, ...(outcome.answer.counts ?? NO_COUNTS) };
-      });
-      const counts = countsOf(result);
-      void reply.header('x-strata-table-version', String(result.version));
-      if (encoding === JSON_TYPE) return counts;
+      const rows = rowsOf(req);
+      const outcome = await withWriter(ctx, req.accountId, req.params.database, (worker) =>
+        worker.write(
+          { kind: 'update', table, predicate, rows },
+          { key: idempotencyKeyOf(req), echo: encoding !== JSON_TYPE },
+        ),
+      );
+      headed(reply, outcome);
+      const counts = countsOf(outcome);
+      if (encoding === JSON_TYPE || outcome.stored === undefined) return counts;
       void reply.headers({
         'x-strata-matched': String(counts.matched),
         'x-strata-tombstoned': String(counts.n_tombstoned),
         'x-strata-not-found': String(counts.n_not_found),
       });
-      return sendRows(reply, encoding, result, 'written');
+      return sendRows(reply, encoding, outcome.stored, 'written');
     },
   );
 
@@ -167,22 +146,11 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
     },
     async (req, reply) => {
       const { table, predicate } = req.query;
-      const result = await withWriter(ctx, req.accountId, req.params.database, async (worker) => {
-        const outcome = await idempotently(ctx, req, worker.ref.id, {
-          fingerprint: ['delete', table, predicate],
-          run: (hooks) => worker.remove(table, predicate, hooks),
-          answer: (removed) => ({ version: removed.version, counts: countsOf(removed) }),
-          recover: (intent) => worker.recovered(table, intent, undefined),
-        });
-        if (outcome.kind === 'fresh') return outcome.result;
-        void reply.header(REPLAYED_HEADER, 'true');
-        return {
-          version: outcome.answer.version,
-          ...(outcome.answer.counts ?? NO_COUNTS),
-        };
-      });
-      void reply.header('x-strata-table-version', String(result.version));
-      return countsOf(result);
+      const outcome = await withWriter(ctx, req.accountId, req.params.database, (worker) =>
+        worker.write({ kind: 'delete', table, predicate }, { key: idempotencyKeyOf(req), echo: false }),
+      );
+      headed(reply, outcome);
+      return countsOf(outcome);
     },
   );
 };
