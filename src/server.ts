@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Config } from './config.js';
 import { bootstrapKey } from './control/bootstrap.js';
 import { openControlStore } from './control/open.js';
-import { buildApp } from './http/app.js';
+import { buildService } from './node.js';
 
 /** How long shutdown waits for in-flight responses before it cuts their connections. */
 const DRAIN_MS = 10_000;
@@ -14,7 +14,7 @@ const DRAIN_MS = 10_000;
 export async function serve(config: Config): Promise<FastifyInstance> {
   const store = await openControlStore(config);
   const printed = await bootstrapKey(store, config.bootstrapKey);
-  const app = await buildApp({ config, store });
+  const app = await buildService({ config, store });
   if (printed !== undefined) {
     // Printed straight to the terminal, never through the logger: this is the only time it is shown.
     process.stdout.write(

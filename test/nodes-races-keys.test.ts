@@ -7,7 +7,7 @@ import { loadConfig } from '../src/config.js';
 import type { ControlEvent } from '../src/control/events.js';
 import { issueKey } from '../src/control/keys.js';
 import { PostgresControlStore } from '../src/control/postgres.js';
-import { buildApp } from '../src/http/app.js';
+import { buildService } from '../src/node.js';
 import { logSink, rememberSecret } from './support/logs.js';
 import { freshControlUrl } from './support/postgres.js';
 import { client } from './support/server.js';
@@ -69,7 +69,7 @@ describe('a key revoked while a node looks it up', () => {
     other = await PostgresControlStore.open(controlUrl);
     cleanups.push(() => other.close());
     const config = loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_PORT: '0', STRATA_CONTROL_URL: controlUrl });
-    app = await buildApp({ config, store: node, logStream: logSink });
+    app = await buildService({ config, store: node, logStream: logSink });
     await app.listen({ host: '127.0.0.1', port: 0 });
     cleanups.push(() => app.close());
     const address = app.server.address();

@@ -9,8 +9,6 @@ export interface AppContext {
   store: ControlStore;
   databases: Databases;
   workers: WorkerPool;
-  /** This process among the nodes sharing the control store: the holder of its upkeep leases and idempotency keys. */
-  nodeId: string;
 }
 
 declare module 'fastify' {

@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Env, loadConfig } from '../../src/config.js';
 import { issueKey } from '../../src/control/keys.js';
 import { openControlStore } from '../../src/control/open.js';
-import { buildApp } from '../../src/http/app.js';
+import { buildService } from '../../src/node.js';
 import { logSink, rememberSecret } from './logs.js';
 
 export interface Reply<T = Record<string, unknown>> {
@@ -82,7 +82,7 @@ export async function startStrata(env: Env = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-test-'));
   const config = loadConfig({ STRATA_DATA_DIR: dataDir, STRATA_PORT: '0', STRATA_LOG_LEVEL: 'info', ...env });
   const store = await openControlStore(config);
-  const app = await buildApp({ config, store, logStream: logSink });
+  const app = await buildService({ config, store, logStream: logSink });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('no port');
