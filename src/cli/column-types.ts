@@ -23,7 +23,7 @@ export interface ColumnRead {
   sql: string;
   /** The Arrow type sent: one the service has a spelling for. */
   type: DataType;
-  /** What the service has no type for and how the column is loaded instead (README, From the shell). */
+  /** What the service has no type for and how the column is loaded instead (docs/cli.md, Loading files). */
   note?: string;
 }
 

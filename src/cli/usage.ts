@@ -10,7 +10,7 @@ const CLIENT_OPTIONS = `options of every client command:
 
 export const USAGES: Readonly<Record<string, string>> = {
   serve: `strata serve [--host H] [--port P] [--data-dir DIR] [--OPTION VALUE]...
-  serve the API. Every STRATA_* variable of the README's Configuration table is also a flag, spelled in lower
+  serve the API. Every STRATA_* variable of docs/configuration.md is also a flag, spelled in lower
   case with dashes and without STRATA_ (STRATA_DATA_DIR is --data-dir, STRATA_SQL_TIMEOUT_MS is --sql-timeout-ms);
   a flag wins over its variable.
   --host H           address to listen on (127.0.0.1)
