@@ -59,19 +59,3 @@ export function decide(
   if (record.state === 'done') return { kind: 'done', response: record.response ?? '{}' };
   return record.runningUntilMs < nowMs ? 'resume' : { kind: 'running' };
 }
-
-/** The table both stores keep keys in, with the integer type of each (milliseconds since the epoch). */
-export const idempotencyTable = (integer: 'INTEGER' | 'BIGINT'): string => `CREATE TABLE idempotency (
-     account_id TEXT NOT NULL,
-     database_id TEXT NOT NULL,
-     key TEXT NOT NULL,
-     fingerprint TEXT NOT NULL,
-     state TEXT NOT NULL,
-     holder TEXT NOT NULL,
-     running_until_ms ${integer} NOT NULL,
-     intent TEXT,
-     response TEXT,
-     expires_ms ${integer} NOT NULL,
-     PRIMARY KEY (account_id, database_id, key)
-   );
-   CREATE INDEX idempotency_expiry ON idempotency (expires_ms);`;

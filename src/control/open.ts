@@ -11,8 +11,8 @@ import type { ControlStore } from './store.js';
  */
 export async function openControlStore(config: Pick<Config, 'controlUrl' | 'dataDir'>): Promise<ControlStore> {
   const url = config.controlUrl;
-  if (url === undefined) return new SqliteControlStore(join(config.dataDir, 'control.sqlite'));
-  if (url.startsWith('sqlite:')) return new SqliteControlStore(url.slice('sqlite:'.length));
+  if (url === undefined) return SqliteControlStore.open(join(config.dataDir, 'control.sqlite'));
+  if (url.startsWith('sqlite:')) return SqliteControlStore.open(url.slice('sqlite:'.length));
   if (/^postgres(?:ql)?:\/\//.test(url)) return PostgresControlStore.open(url);
   throw new ConfigError(
     `STRATA_CONTROL_URL must be postgres://USER:PASSWORD@HOST:PORT/DATABASE or sqlite:PATH, got "${url.replace(/\/\/[^@/]*@/, '//…@')}"`,
