@@ -6,10 +6,11 @@ import pg from 'pg';
 import { afterAll, describe, expect, test } from 'vitest';
 import { ConfigError } from '../src/config.js';
 import type { ControlEvent } from '../src/control/events.js';
+import { hashKey, keyRecord } from '../src/control/keys.js';
 import { openControlStore } from '../src/control/open.js';
 import { IDEMPOTENCY_SWEEP_BATCH } from '../src/control/queries/idempotency.js';
 import { SqliteControlStore } from '../src/control/sqlite.js';
-import type { ControlStore, DatabaseRecord } from '../src/control/store.js';
+import type { Account, ControlStore, DatabaseRecord } from '../src/control/store.js';
 import type { TableRecord } from '../src/engine/tables/catalog.js';
 import { StrataError } from '../src/errors.js';
 import { freshControlUrl } from './support/postgres.js';
@@ -107,6 +108,21 @@ const readyTable = (databaseId: string, tableId: string): TableRecord => ({
 });
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits, up to a second, until `done`. */
+async function until(done: () => boolean): Promise<void> {
+  for (let i = 0; i < 50 && !done(); i++) await sleep(20);
+}
+
+/** What the store hears from now on. */
+function events(store: ControlStore): ControlEvent[] {
+  const seen: ControlEvent[] = [];
+  store.events.on((event) => seen.push(event));
+  return seen;
+}
+
+/** Until PostgreSQL's listener connected (the embedded store tells its own process at once). */
+const listening = (store: ControlStore) => (store.shared ? sleep(200) : Promise.resolve());
 
 describe.each(flavours)('the $name control store', (flavour) => {
   test('migrations run once even when several nodes start at once, and a newer schema is refused', async () => {
@@ -364,6 +380,255 @@ describe.each(flavours)('the $name control store', (flavour) => {
     }
     expect(seen).toContainEqual({ kind: 'database_gone', databaseId: db.id });
     expect(await b.databaseExists(db.id)).toBe(false);
+  });
+  test('accounts: made once by name, however many nodes ask at once; found by id', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    await a.ping();
+
+    const made = await Promise.all(Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).ensureAccount('acme')));
+
+    expect(new Set(made.map((account) => account.id)).size).toBe(1);
+    const [acme] = made as [Account];
+    expect(acme).toEqual({
+      id: expect.stringMatching(/^acct_/),
+      name: 'acme',
+      externalId: expect.stringMatching(/^ext_[0-9a-f]{32}$/),
+    });
+    expect(await b.findAccount(acme.id)).toEqual(acme);
+    expect(await b.findAccount('acct_missing')).toBeUndefined();
+    expect((await a.ensureAccount('other')).id).not.toBe(acme.id);
+  });
+
+  test('keys: the first made once among nodes starting together; listed, found by hash, revoked once', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    expect(await a.countKeys()).toBe(0);
+
+    const firsts = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => (i % 2 === 0 ? a : b).insertFirstKey(keyRecord(acme.id, `sk_first_${i}`))),
+    );
+
+    expect(firsts.filter(Boolean)).toHaveLength(1);
+    expect(await b.countKeys()).toBe(1);
+    const second = { ...keyRecord(acme.id, 'sk_second'), createdMs: Date.now() + 1000 };
+    await a.insertKey(second);
+    expect(await a.insertFirstKey(keyRecord(acme.id, 'sk_late'))).toBe(false);
+    expect(await b.countKeys()).toBe(2);
+    const listed = await b.listKeys();
+    expect(listed.map((key) => [key.id, key.accountName])).toEqual([
+      [expect.stringMatching(/^key_/), 'acme'],
+      [second.id, 'acme'],
+    ]);
+    expect(listed[1]).toEqual({ ...second, accountName: 'acme' });
+    expect(await b.findKeyByHash(second.hash)).toEqual(second);
+    expect(await b.findKeyByHash(hashKey('sk_unknown'))).toBeUndefined();
+
+    expect(await a.revokeKey(second.id, 1234)).toBe(true);
+    expect(await b.revokeKey(second.id, 5678)).toBe(false);
+    expect(await a.revokeKey('key_missing', 1)).toBe(false);
+    expect(await a.findKeyByHash(second.hash)).toEqual({ ...second, revokedMs: 1234 });
+  });
+
+  test('a key revoked on one node is refused at once by every node that looked it up before', async () => {
+    const url = await flavour.fresh();
+    const a = await open(url);
+    const b = flavour.name === 'postgres' ? await open(url) : a;
+    const acme = await a.ensureAccount('acme');
+    const key = keyRecord(acme.id, 'sk_cached');
+    await a.insertKey(key);
+    await listening(b);
+    expect((await b.findKeyByHash(key.hash))?.revokedMs).toBeNull();
+    expect((await b.findKeyByHash(key.hash))?.revokedMs).toBeNull();
+    const seen = events(b);
+
+    await a.revokeKey(key.id, 99);
+
+    await until(() => seen.some((e) => e.kind === 'key_revoked'));
+    expect(seen).toContainEqual({ kind: 'key_revoked', hash: key.hash });
+    expect((await b.findKeyByHash(key.hash))?.revokedMs).toBe(99);
+  });
+
+  test('databases: found, listed, their state set, verified and deleted, and every node told what it must let go', async () => {
+    const url = await flavour.fresh();
+    const a = await open(url);
+    const b = flavour.name === 'postgres' ? await open(url) : a;
+    const acme = await a.ensureAccount('acme');
+    const [zeta, alpha] = [database(acme.id, 'zeta'), database(acme.id, 'alpha')];
+    for (const db of [zeta, alpha]) await a.insertDatabase(db, 10);
+    await listening(b);
+    const seen = events(b);
+
+    expect(await b.findDatabase(acme.id, 'zeta')).toEqual(zeta);
+    expect(await b.findDatabase(acme.id, 'missing')).toBeUndefined();
+    expect(await b.findDatabase('acct_other', 'zeta')).toBeUndefined();
+    expect((await b.listDatabases(acme.id)).map((db) => db.name)).toEqual(['alpha', 'zeta']);
+    expect(await b.listDatabases('acct_other')).toEqual([]);
+    expect(await b.databaseExists(zeta.id)).toBe(true);
+    expect(await b.databaseState(zeta.id)).toBe('unverified');
+
+    // Placement marks active only a database still activating (or active).
+    await a.markActive(zeta.id);
+    expect(await b.databaseState(zeta.id)).toBe('unverified');
+    await a.setDatabaseState(zeta.id, 'activating', null);
+    await a.markActive(zeta.id);
+    expect(await b.databaseState(zeta.id)).toBe('active');
+    await a.setDatabaseState(zeta.id, 'verify_failed', 'storage verification failed at list');
+    expect(await b.findDatabase(acme.id, 'zeta')).toMatchObject({
+      state: 'verify_failed',
+      lastError: 'storage verification failed at list',
+    });
+    await a.markActive(zeta.id);
+    expect(await b.databaseState(zeta.id)).toBe('verify_failed');
+    await until(() => seen.some((e) => e.kind === 'database_gone'));
+    expect(seen).toContainEqual({ kind: 'database_gone', databaseId: zeta.id });
+
+    // A deletion is recorded once and never undone; a purge once begun stays one.
+    expect(await a.markDeleting(alpha.id, false)).toBe('deleting');
+    expect(await a.markDeleting(alpha.id, true)).toBe('purging');
+    expect(await b.markDeleting(alpha.id, false)).toBe('purging');
+    await a.setDatabaseState(alpha.id, 'active', null);
+    await a.markActive(alpha.id);
+    expect(await b.databaseState(alpha.id)).toBe('purging');
+    await until(() => seen.some((e) => e.kind === 'database_deleting'));
+    expect(seen).toContainEqual({ kind: 'database_deleting', databaseId: alpha.id });
+
+    await b.deleteDatabase(alpha.id);
+    expect(await a.databaseExists(alpha.id)).toBe(false);
+    expect(await a.databaseState(alpha.id)).toBeUndefined();
+    expect(await a.markDeleting(alpha.id, true)).toBeUndefined();
+    expect((await a.listDatabases(acme.id)).map((db) => db.name)).toEqual(['zeta']);
+  });
+
+  test('a database whose deletion began takes no new table and reserves no row keys', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'closing');
+    await a.insertDatabase(db, 10);
+    await a.insertTable(readyTable(db.id, 't_before'));
+
+    await b.markDeleting(db.id, false);
+
+    expect(codeOf(await a.insertTable(readyTable(db.id, 't_after')).catch((err: unknown) => err))).toBe(
+      'database_deleting',
+    );
+    expect(codeOf(await a.reserveRowKeys('t_before', 1).catch((err: unknown) => err))).toBe('database_deleting');
+    expect((await a.listTables(db.id)).map((t) => t.tableId)).toEqual(['t_before']);
+    expect(await a.writtenTables(db.id)).toEqual(['t_before']);
+  });
+
+  test('catalog: tables named once per database, found, listed, readied, dropped once; purge still finds them', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const acme = await a.ensureAccount('acme');
+    const db = database(acme.id, 'catalog');
+    const other = database(acme.id, 'other');
+    await a.insertDatabase(db, 10);
+    await a.insertDatabase(other, 10);
+    const creating: TableRecord = { ...readyTable(db.id, 't_b'), name: 'b', state: 'creating', createdMs: 7 };
+    await a.insertTable(creating);
+    await a.insertTable({ ...readyTable(db.id, 't_a'), name: 'a' });
+    await a.insertTable({ ...readyTable(other.id, 't_other_b'), name: 'b' });
+
+    const again = await b.insertTable({ ...readyTable(db.id, 't_b2'), name: 'b' }).catch((err: unknown) => err);
+    expect(codeOf(again)).toBe('table_exists');
+    expect(await b.findTable(db.id, 'b')).toEqual(creating);
+    expect(await b.findTable(db.id, 'missing')).toBeUndefined();
+    expect((await b.listTables(db.id)).map((t) => [t.name, t.tableId])).toEqual([
+      ['a', 't_a'],
+      ['b', 't_b'],
+    ]);
+    await b.setTableState('t_b', 'ready');
+    expect((await a.findTable(db.id, 'b'))?.state).toBe('ready');
+
+    const drops = await Promise.all([a.deleteTable('t_b'), b.deleteTable('t_b')]);
+    expect(drops.filter(Boolean)).toHaveLength(1);
+    expect(await a.deleteTable('t_b')).toBe(false);
+    expect(await a.findTable(db.id, 'b')).toBeUndefined();
+    expect(await a.writtenTables(db.id)).toEqual(['t_a', 't_b']);
+    await expect(a.reserveRowKeys('t_b', 1)).rejects.toThrow(/not in the catalog/);
+    await expect(a.durable()).resolves.toBeUndefined();
+
+    await a.deleteDatabase(db.id);
+    expect(await a.writtenTables(db.id)).toEqual([]);
+    expect(await a.listTables(db.id)).toEqual([]);
+    expect(await a.writtenTables(other.id)).toEqual(['t_other_b']);
+  });
+
+  test('idempotency keys: started once, then running, mismatched, answered, resumed or let go as the record says', async () => {
+    const url = await flavour.fresh();
+    const [a, b] = [await open(url), await open(url)];
+    const scope = (key: string) => ({ accountId: 'acct', databaseId: 'db', key });
+    const day = 86_400_000;
+    const begin = (store: ControlStore, key: string, fingerprint: string, holder: string, runForMs = 60_000) =>
+      store.beginIdempotent(scope(key), fingerprint, holder, runForMs, day);
+
+    // Nodes racing with one key: one starts it, the others find it running.
+    const raced = await Promise.all(
+      Array.from({ length: 6 }, (_, i) => begin(i % 2 === 0 ? a : b, 'k', 't1/req', `node-${i}`)),
+    );
+    expect(raced.map((r) => r.kind).sort()).toEqual(['running', 'running', 'running', 'running', 'running', 'started']);
+    const holder = `node-${raced.findIndex((r) => r.kind === 'started')}`;
+    expect(await begin(b, 'k', 't1/other', 'node-x')).toEqual({ kind: 'mismatch' });
+    // Only the holder records the intent, and the answer that later requests get.
+    expect(await b.recordIntent(scope('k'), 'node-x', '{"x":1}')).toBe(false);
+    expect(await a.recordIntent(scope('k'), holder, '{"rows":1}')).toBe(true);
+    await a.renewIdempotent(scope('k'), holder, 60_000);
+    await b.finishIdempotent(scope('k'), 'node-x', '{"wrong":true}');
+    expect(await begin(b, 'k', 't1/req', 'node-x')).toEqual({ kind: 'running' });
+    await a.finishIdempotent(scope('k'), holder, '{"version":3}');
+    expect(await begin(b, 'k', 't1/req', 'node-x')).toEqual({ kind: 'done', response: '{"version":3}' });
+    expect(await begin(b, 'k', 't1/other', 'node-x')).toEqual({ kind: 'mismatch' });
+    // The same request to a table made again under its name is a new write.
+    expect(await begin(b, 'k', 't2/req', 'node-y')).toEqual({ kind: 'started' });
+    // An answered key is not let go.
+    await b.finishIdempotent(scope('k'), 'node-y', '{}');
+    await b.dropIdempotent(scope('k'), 'node-y');
+    expect((await begin(a, 'k', 't2/req', 'node-z')).kind).toBe('done');
+
+    // A request that failed before writing lets its key go (only its own holder can), so it may be sent again.
+    expect(await begin(a, 'dropped', 'f', 'node-a')).toEqual({ kind: 'started' });
+    await b.dropIdempotent(scope('dropped'), 'node-b');
+    expect(await begin(b, 'dropped', 'f', 'node-b')).toEqual({ kind: 'running' });
+    await a.dropIdempotent(scope('dropped'), 'node-a');
+    expect(await begin(b, 'dropped', 'f', 'node-b')).toEqual({ kind: 'started' });
+
+    // A node that stopped holding: the next request resumes the key, with the intent recorded (or none), and the
+    // node that lost it can no longer record or answer.
+    expect(await begin(a, 'lapsed', 'f', 'node-a', 100)).toEqual({ kind: 'started' });
+    expect(await a.recordIntent(scope('lapsed'), 'node-a', '{"intent":1}')).toBe(true);
+    expect(await begin(a, 'bare', 'f', 'node-a', 100)).toEqual({ kind: 'started' });
+    expect(await begin(a, 'renewed', 'f', 'node-a', 100)).toEqual({ kind: 'started' });
+    await a.renewIdempotent(scope('renewed'), 'node-a', 60_000);
+    await b.renewIdempotent(scope('bare'), 'node-b', 60_000);
+    await sleep(250);
+    expect(await begin(b, 'renewed', 'f', 'node-b')).toEqual({ kind: 'running' });
+    expect(await begin(b, 'lapsed', 'f', 'node-b')).toEqual({ kind: 'resumed', intent: '{"intent":1}' });
+    expect(await begin(b, 'bare', 'f', 'node-b')).toEqual({ kind: 'resumed', intent: null });
+    expect(await begin(a, 'lapsed', 'f', 'node-a')).toEqual({ kind: 'running' });
+    expect(await a.recordIntent(scope('lapsed'), 'node-a', '{"late":1}')).toBe(false);
+    await a.finishIdempotent(scope('lapsed'), 'node-a', '{"late":1}');
+    await b.finishIdempotent(scope('lapsed'), 'node-b', '{"found":1}');
+    expect(await begin(a, 'lapsed', 'f', 'node-a')).toEqual({ kind: 'done', response: '{"found":1}' });
+
+    // A key kept past its expiry is started afresh, by whichever request comes.
+    expect(await a.beginIdempotent(scope('short'), 'f', 'node-a', 60_000, 50)).toEqual({ kind: 'started' });
+    await a.finishIdempotent(scope('short'), 'node-a', '{}');
+    await sleep(150);
+    expect(await begin(b, 'short', 'other', 'node-b')).toEqual({ kind: 'started' });
+    // Scopes are apart: the same key of another database is another key.
+    expect(await b.beginIdempotent({ ...scope('k'), databaseId: 'db2' }, 'f', 'node-b', 60_000, day)).toEqual({
+      kind: 'started',
+    });
+  });
+
+  test('a closed store answers nothing more', async () => {
+    const store = await openControlStore({ controlUrl: await flavour.fresh(), dataDir: '/nonexistent' });
+    await store.ping();
+    await store.close();
+    await expect(store.ping()).rejects.toThrow();
   });
 });
 
