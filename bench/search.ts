@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { connect, type Table as LanceTable, MatchQuery } from '@lancedb/lancedb';
 import type { Table as ArrowTable } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
-import { READ_OPTIONS } from '../src/engine/lance.js';
-import { firstTextRead, NPROBES, refineFactorFor } from '../src/engine/search/legs.js';
+import { READ_OPTIONS } from '../src/engine/lance/lance.js';
+import { NPROBES, refineFactorFor } from '../src/engine/lance/legs.js';
+import { firstTextRead } from '../src/engine/search/legs.js';
 import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,

@@ -11,6 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import type { LanceRows } from '../src/engine/lance/rows.js';
 import { admit } from '../src/engine/workers/gate.js';
 import { DurableFolder, GroupSync } from '../src/storage/durable.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
@@ -142,8 +143,9 @@ describe('writes to local storage', () => {
       const lease = await admit(strata.app.ctx.workers, await strata.app.ctx.databases.get(account.id, 'd'));
       try {
         const table = await lease.worker.tables.get('t');
-        expect(table.folder).toBeDefined();
-        return table.folder?.pending();
+        const { folder } = table.rows as LanceRows;
+        expect(folder).toBeDefined();
+        return folder?.pending();
       } finally {
         lease.release();
       }

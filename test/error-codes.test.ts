@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { beforeAll, expect, test } from 'vitest';
-import { committing } from '../src/engine/lance.js';
+import { committing } from '../src/engine/lance/lance.js';
 import { ERROR_CODES, StrataError } from '../src/errors.js';
 import { statusOf } from '../src/http/errors.js';
 import { serveFile } from './support/server.js';

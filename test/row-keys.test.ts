@@ -5,8 +5,8 @@ import { type Connection, connect, type Table as LanceTable } from '@lancedb/lan
 import type { Table as ArrowTable } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
+import { RowKeys, readByKeys, rowIdsOf } from '../src/engine/lance/row-keys.js';
 import { ROW_KEY } from '../src/engine/tables/schema.js';
-import { RowKeys, readByKeys, rowIdsOf } from '../src/engine/writes/row-keys.js';
 import { rowKeysOf } from '../src/engine/writes/rows.js';
 
 let dir: string;

@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, test } from 'vitest';
-import { connect, type LanceTable } from '../src/engine/lance.js';
+import { connect, type LanceTable } from '../src/engine/lance/lance.js';
+import { versionsOf } from '../src/engine/lance/rows.js';
 import { TableChanges } from '../src/engine/tables/changes.js';
 
 // What upkeep records of its own commits decides whether SQL reloads a table: a version another node committed
@@ -32,7 +33,7 @@ async function maintained(t: LanceTable, meanwhile?: () => Promise<unknown>) {
       await meanwhile?.();
       await t.optimize();
     },
-    () => t.listVersions(),
+    () => versionsOf(t),
   );
   return changes.between(before, await t.version());
 }

@@ -7,7 +7,7 @@ import { connect } from '@lancedb/lancedb';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
 import { arrow } from '../src/arrow/arrow.js';
-import { type UpkeepJob, UpkeepProcess } from '../src/engine/upkeep/process.js';
+import { type UpkeepJob, UpkeepProcess } from '../src/engine/lance/upkeep-process.js';
 import type { LanceLocation } from '../src/storage/lance.js';
 import { eventually } from './support/server.js';
 
@@ -95,7 +95,7 @@ describe('the upkeep process', () => {
 
   test('a process whose only pending work is an upkeep job stays alive until the job is answered', () => {
     // The built module (test/support/build.ts), as `strata serve` runs it, in a process with nothing else to do.
-    const module = pathToFileURL(join(process.cwd(), 'dist', 'engine', 'upkeep', 'process.js')).href;
+    const module = pathToFileURL(join(process.cwd(), 'dist', 'engine', 'lance', 'upkeep-process.js')).href;
     const script = `
       const { UpkeepProcess } = await import(${JSON.stringify(module)});
       new UpkeepProcess()

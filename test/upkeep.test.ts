@@ -3,8 +3,8 @@ import { getPriority } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, test } from 'vitest';
 import { rng } from '../bench/corpus.js';
-import { warmIndexes } from '../src/engine/indexes.js';
-import { UPKEEP_NICENESS, type UpkeepProcess } from '../src/engine/upkeep/process.js';
+import { warmIndexes } from '../src/engine/lance/indexes.js';
+import { UPKEEP_NICENESS, type UpkeepProcess } from '../src/engine/lance/upkeep-process.js';
 import { setAsideInterruptedCommits } from '../src/storage/interrupted.js';
 import { capturedLogs } from './support/logs.js';
 import {

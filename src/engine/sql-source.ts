@@ -1,10 +1,9 @@
 import type { RecordBatch, Schema } from 'apache-arrow';
 import type { KeyedBatch, SqlDifference, SqlSource, SqlTable } from '../sql/source.js';
-import type { LanceTable } from './lance.js';
-import { LOAD_BATCH_ROWS, streamOf } from './lance.js';
+import type { Snapshot } from './rows/source.js';
 import type { TableRecord } from './tables/catalog.js';
 import { ROW_KEY, schemaFromIpc } from './tables/schema.js';
-import { closeHandle, type Tables } from './tables/tables.js';
+import type { Tables } from './tables/tables.js';
 
 /** The largest row key of a batch read with the key column. */
 function maxKeyOf(batch: RecordBatch): bigint {
@@ -14,12 +13,12 @@ function maxKeyOf(batch: RecordBatch): bigint {
   return max;
 }
 
-/** A database's Lance tables as the SQL engine reads them: the user's columns, never the row key. */
-export class LanceSqlSource implements SqlSource {
+/** A database's tables as the SQL engine reads them, through their row sources: the user's columns, never the row key. */
+export class TablesSqlSource implements SqlSource {
   /** The catalog entry and decoded schema of each table listed (a table's schema never changes). */
   private readonly known = new Map<string, { record: TableRecord; schema: Schema }>();
-  /** Read handles of the tables SQL has loaded, checked out at the version being loaded. */
-  private readonly pinned = new Map<string, Promise<LanceTable>>();
+  /** Read views of the tables SQL has loaded, checked out at the version being loaded. */
+  private readonly pinned = new Map<string, Promise<Snapshot>>();
 
   constructor(private readonly store: Tables) {}
 
@@ -48,7 +47,7 @@ export class LanceSqlSource implements SqlSource {
   }
 
   async version(table: SqlTable): Promise<number> {
-    return (await this.handle(table)).lance.version();
+    return (await this.handle(table)).rows.version();
   }
 
   async changed(table: SqlTable, from: number, to: number): Promise<SqlDifference> {
@@ -62,18 +61,16 @@ export class LanceSqlSource implements SqlSource {
     columns: readonly string[],
   ): AsyncIterable<KeyedBatch> {
     const record = this.recordOf(table);
-    // One handle per table, moved to each version loaded: it keeps its index caches between loads.
+    // One view per table, moved to each version loaded: it keeps its index caches between loads.
     let pinned = this.pinned.get(table.id);
     if (pinned === undefined) {
       pinned = this.store.snapshot(record, version);
       this.pinned.set(table.id, pinned);
       pinned.catch(() => this.pinned.delete(table.id));
     }
-    const lance = await pinned;
-    await lance.checkout(version);
-    let query = lance.query().select([...columns, ROW_KEY]);
-    if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
-    for await (const batch of streamOf(query, LOAD_BATCH_ROWS)) {
+    const snapshot = await pinned;
+    await snapshot.checkout(version);
+    for await (const batch of snapshot.scan(columns, afterKey)) {
       if (batch.numRows === 0) continue;
       // By position, not `select(names)`: Arrow JS's select leaves holes when names skip a column.
       const at = columns.map((name) => batch.schema.fields.findIndex((f) => f.name === name));
@@ -91,7 +88,7 @@ export class LanceSqlSource implements SqlSource {
     const pinned = this.pinned.get(id);
     this.pinned.delete(id);
     void pinned?.then(
-      (lance) => closeHandle(lance),
+      (snapshot) => snapshot.close(),
       () => undefined,
     );
   }

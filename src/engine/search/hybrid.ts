@@ -1,7 +1,7 @@
 import type { Table } from 'apache-arrow';
+import type { Hits, RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
-import { rowIdsOf } from '../writes/row-keys.js';
 import { fuse, inReach, rankLeg } from './fusion.js';
 import { type LegReads, readTextLeg, readVectorLeg } from './legs.js';
 import { planHybrid } from './plan.js';
@@ -19,17 +19,16 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const both = textQuery !== undefined && vector !== undefined;
   const ranked = both ? window : offset + req.k;
   // Both legs read only row ids and their measure, and the winners' columns are read after fusion: Lance's
-  // take of columns for every candidate cost more than the search (RowKeys). One leg alone reads its few
-  // candidates' columns with them, as the extra read after it would cost more (~1.4 ms) than it saves.
+  // take of columns for every candidate cost more than the search (lance/row-keys.ts). One leg alone reads its
+  // few candidates' columns with them, as the extra read after it would cost more (~1.4 ms) than it saves.
   const carried = both ? [] : [ROW_KEY, ...fields.map((f) => f.name)];
   // The row id each ranked key had in its leg, for reading the winners' columns (`rowsByKeys`).
-  const rowIds = new Map<bigint, bigint>();
-  const ranking = async (hits: Table, values: number[], better: 'higher' | 'lower', weight: number | undefined) => {
-    const ids = both ? rowIdsOf(hits) : [];
+  const rowIds = new Map<bigint, RowId>();
+  const ranking = async ({ rows: hits, values, ids }: Hits, better: 'higher' | 'lower', weight: number | undefined) => {
     const keys = both ? [] : keysOf(hits);
     // The row key of each hit in `at`; undefined for a row deleted since the leg read it.
     const keysAt = (at: readonly number[]) =>
-      both ? table.rowKeys.of(at.map((i) => ids[i] as bigint)) : Promise.resolve(at.map((i) => keys[i]));
+      both ? table.rows.keysOf(at.map((i) => ids[i] as RowId)) : Promise.resolve(at.map((i) => keys[i]));
     // Only hits as good as the `ranked`-th best can be ranked; the rest were read for ties and need no key,
     // unless a deleted row (no key, left out as a later read would leave it out) frees a place for them.
     let at = inReach(values, better, ranked);
@@ -39,7 +38,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
       found = await keysAt(at);
     }
     const kept = found.flatMap((key, j) => (key === undefined ? [] : [j]));
-    if (both) for (const j of kept) rowIds.set(found[j] as bigint, ids[at[j] as number] as bigint);
+    if (both) for (const j of kept) rowIds.set(found[j] as bigint, ids[at[j] as number] as RowId);
     return {
       ...rankLeg(
         kept.map((j) => found[j] as bigint),
@@ -54,13 +53,11 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
-    const { hits, values } = await readTextLeg(legs, textQuery, textField, operator);
-    return ranking(hits, values, 'higher', req.text_weight);
+    return ranking(await readTextLeg(legs, textQuery, textField, operator), 'higher', req.text_weight);
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    const { hits, values } = await readVectorLeg(legs, vector);
-    return ranking(hits, values, 'lower', req.vector_weight);
+    return ranking(await readVectorLeg(legs, vector), 'lower', req.vector_weight);
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
   const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });

@@ -1,13 +1,10 @@
-import type { Table } from 'apache-arrow';
-import { LANCE_METRIC } from '../indexes.js';
-import { MatchQuery, type Operator, PREDICATE_READ, READ_OPTIONS, readAll } from '../lance.js';
 import { readingPredicate } from '../predicate/predicate.js';
-import type { Metric } from '../tables/schema.js';
+import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
-import { numbersOf } from './result-rows.js';
 
-// The two legs of a hybrid search, each read from Lance with every hit that ties at its window's edge.
+// The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
+// edge.
 
 /**
  * Hits a text leg first reads past its window: BM25 scores tie often (same term counts, same length), and row
@@ -24,36 +21,6 @@ const TIE_SLACK = 32;
  */
 export const firstTextRead = (ranked: number, idsOnly: boolean): number =>
   ranked + (idsOnly ? Math.min(Math.max(TIE_SLACK, 3 * ranked), 1000) : TIE_SLACK);
-/**
- * IVF partitions an ANN-served vector leg probes. Its candidates are all re-ranked by exact distance
- * (`refineFactorFor`), so distances are exact and only recall depends on this. Measured on bench/search.ts's
- * corpus at 1M × 384 (IVF_RQ, Lance's default partitions), recall@10: 10 → 0.912, 15 → 0.970, 20 → 0.994, 30 → 0.998,
- * 50 → 1.0, at 7.3, 7.4, 7.6, 8.2 and 9.2 ms for 132 candidates; 1.0 from 10 up at 200k.
- */
-export const NPROBES = 20;
-
-/**
- * The most partitions a vector leg probes when the first `NPROBES` held too few rows (all of them; Lance stops once
- * it has enough). At 1.2M rows, a filter matching 12 rows left a k = 10 leg a median 1 row with `NPROBES` alone.
- */
-const ALL_PARTITIONS = 1_000_000;
-
-/**
- * Candidates an ANN-served vector leg re-ranks by exact distance, at least. A vector leg alone reads only
- * k + 1 rows, and re-ranking only those leaves recall to RQ's coarse distances. 1.1M × 384, k = 10 (11 rows
- * read), 200 queries: refineFactor 1 → recall@10 0.973, 2 → 0.994, 3 → 0.994, at 5.2–5.4 ms p50 each.
- */
-const MIN_REFINED = 32;
-
-/** The refineFactor of an ANN-served vector leg that reads `limit` rows. */
-export const refineFactorFor = (limit: number): number => Math.max(1, Math.ceil(MIN_REFINED / limit));
-
-/** Lance's distance → the API's canonical form: Lance's cosine and (squared) l2 already are; dot is 1 − x·y. */
-const CANONICAL: Readonly<Record<Metric, (d: number) => number>> = {
-  cosine: (d) => d,
-  l2sq: (d) => d,
-  negdot: (d) => d - 1,
-};
 
 /** What both legs share: the table, the filter, and how far and with which columns they read. */
 export interface LegReads {
@@ -69,80 +36,51 @@ export interface LegReads {
   page: number;
 }
 
-/** A leg's hits as read, and each hit's measure (BM25 score, or canonical distance). */
-export interface LegHits {
-  hits: Table;
-  values: number[];
-}
-
 /** The BM25 leg: hits of `query` over `field`, higher scores first. */
-export async function readTextLeg(legs: LegReads, query: string, field: string, operator: Operator): Promise<LegHits> {
+export async function readTextLeg(legs: LegReads, query: string, field: string, operator: TextOperator): Promise<Hits> {
   const { table, filter, both, carried, ranked } = legs;
-  const read = (limit: number) => {
-    let q = table.lance
-      .query()
-      .fullTextSearch(new MatchQuery(query, field, { operator }))
-      .select([...carried, '_score'])
-      .limit(limit);
-    if (both) q = q.withRowId();
-    if (filter !== undefined) q = q.where(filter);
-    return readingFilter(() => readAll(q, filter === undefined ? READ_OPTIONS : PREDICATE_READ));
-  };
-  const scores = (t: Table) => numbersOf(t, '_score');
-  return readLeg(read, scores, 'higher', ranked, firstTextRead(ranked, both));
+  const read = (limit: number) =>
+    readingFilter(() => table.rows.textLeg({ query, field, operator, filter, limit, columns: carried, ids: both }));
+  return readLeg(read, 'higher', ranked, firstTextRead(ranked, both));
 }
 
 /** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first. */
-export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan): Promise<LegHits> {
+export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan): Promise<Hits> {
   const { table, filter, both, carried, ranked, page } = legs;
-  const ann = table.ann.has(vector.field);
-  const search = (limit: number, wide: boolean) => {
-    let q = table.lance
-      .vectorSearch(vector.query)
-      .column(vector.field)
-      .distanceType(LANCE_METRIC[vector.metric])
-      .select(both ? ['_distance'] : [...carried])
-      .limit(limit);
-    if (both) q = q.withRowId();
-    if (ann) {
-      q = wide ? q.minimumNprobes(NPROBES).maximumNprobes(ALL_PARTITIONS) : q.nprobes(NPROBES);
-      q = q.refineFactor(refineFactorFor(limit));
-    }
-    if (filter !== undefined) q = q.where(filter);
-    return readingFilter(() => readAll(q, filter === undefined ? READ_OPTIONS : PREDICATE_READ));
-  };
-  // The partitions probed can hold too few rows that pass a narrow filter (or were not deleted) to fill the
-  // page: then more are searched, only as many as it takes. Not from the start: that mode measured 16.7 ms
-  // against 5.5 for an unfiltered leg at 1.2M rows, even when the first partitions were enough. Nor for a
-  // window short of candidates that still fills the page: a filter matching 0.1% of 1.2M rows left a hybrid
-  // window ~83 of 101, and searching on for the rest took 81 ms against 24.
-  const read = async (limit: number) => {
-    const hits = await search(limit, false);
-    return ann && hits.numRows < Math.min(limit, page) ? search(limit, true) : hits;
-  };
-  const distances = (t: Table) => numbersOf(t, '_distance').map(CANONICAL[vector.metric]);
+  const read = (limit: number) =>
+    readingFilter(() =>
+      table.rows.vectorLeg({
+        field: vector.field,
+        vector: vector.query,
+        metric: vector.metric,
+        filter,
+        limit,
+        columns: carried,
+        ids: both,
+        wanted: page,
+      }),
+    );
   // Distances rarely tie: one row past the window shows whether they do.
-  return readLeg(read, distances, 'lower', ranked, ranked + 1);
+  return readLeg(read, 'lower', ranked, ranked + 1);
 }
 
 /**
  * Reads a leg's best `ranked` hits and every hit that ties with the last of them, so that row order decides
- * ties there and not Lance. Reads `first` hits, then twice as many while the worst hit read still ties with
+ * ties there and not the row source. Reads `first` hits, then twice as many while the worst hit read still ties with
  * the `ranked`-th best (an unread hit could tie too).
  */
 async function readLeg(
-  read: (limit: number) => Promise<Table>,
-  measure: (hits: Table) => number[],
+  read: (limit: number) => Promise<Hits>,
   better: 'higher' | 'lower',
   ranked: number,
   first: number,
-): Promise<LegHits> {
+): Promise<Hits> {
   for (let limit = first; ; limit *= 2) {
     const hits = await read(limit);
-    const values = measure(hits);
-    if (hits.numRows < limit) return { hits, values };
+    const { values } = hits;
+    if (hits.rows.numRows < limit) return hits;
     const sorted = values.slice().sort((a, b) => (better === 'higher' ? b - a : a - b));
-    if (sorted[ranked - 1] !== sorted[sorted.length - 1]) return { hits, values };
+    if (sorted[ranked - 1] !== sorted[sorted.length - 1]) return hits;
   }
 }
 

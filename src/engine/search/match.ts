@@ -2,7 +2,6 @@ import type { DataType, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { BadRequest } from '../../errors.js';
-import { ALL_ROWS, MatchQuery, readAll } from '../lance.js';
 import { ROW_KEY, spellingOf } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import {
@@ -25,16 +24,10 @@ async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: s
   const column = ftsColumn(table, req.field_name, 'field_name');
   const operator = operatorOf(req.operator);
   if (!hasTokens(req.query)) return undefined;
-  return readAll(
-    table.lance
-      .query()
-      .fullTextSearch(new MatchQuery(req.query, column, { operator }))
-      .select(columns)
-      .limit(ALL_ROWS),
-  );
+  return table.rows.textMatches({ query: req.query, field: column, operator }, columns);
 }
 
-/** The exact number of rows matching a full-text query; no columns are read, Lance only counts. */
+/** The exact number of rows matching a full-text query; no columns are read, the source only counts. */
 export async function countMatches(table: TableHandle, req: MatchRequest): Promise<number> {
   return (await fullTextMatches(table, req, []))?.numRows ?? 0;
 }
@@ -101,7 +94,7 @@ export async function exactMatch(table: TableHandle, req: ExactRequest, maxBytes
   const literal = literalFor(field.type, req.value, field.name);
   const lhs =
     field.type.typeId === Type.Timestamp ? `arrow_cast(${quoteName(field.name)}, 'Int64')` : quoteName(field.name);
-  const hits = await readAll(table.lance.query().where(`${lhs} = ${literal}`).select([ROW_KEY]).limit(ALL_ROWS));
+  const hits = await table.rows.rowsWhere(`${lhs} = ${literal}`, [ROW_KEY]);
   const keys = inRowOrder(hits);
   return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
 }

@@ -1,7 +1,7 @@
 import type { Field } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
-import type { Operator } from '../lance.js';
 import { checkPredicate } from '../predicate/predicate.js';
+import type { TextOperator } from '../rows/source.js';
 import { type Metric, vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
@@ -21,7 +21,7 @@ export interface HybridPlan {
   offset: number;
   /** Candidates each leg ranks. */
   window: number;
-  operator: Operator;
+  operator: TextOperator;
   filter: string | undefined;
   /** The text leg's query and column; the query is undefined when it holds no token (the leg does not run). */
   textQuery: string | undefined;

@@ -2,7 +2,7 @@ import type { Field, RecordBatch, Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { ExactMatchBody, HybridSearchBody, TokenMatchBody } from '../../contract/search.js';
 import { BadRequest } from '../../errors.js';
-import { Operator } from '../lance.js';
+import type { TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 
 // What a search or match asks, and the checks of it that need the table: projection, operator, FTS column.
@@ -19,9 +19,8 @@ export interface RowsResult {
   rows: RecordBatch[];
 }
 
-/** Lance's operator for the contract's (which allows only "or" and "and", in any case). */
-export const operatorOf = (raw: string | undefined): Operator =>
-  raw?.toLowerCase() === 'and' ? Operator.And : Operator.Or;
+/** The operator of the contract's (which allows only "or" and "and", in any case). */
+export const operatorOf = (raw: string | undefined): TextOperator => (raw?.toLowerCase() === 'and' ? 'AND' : 'OR');
 
 /**
  * Whether a query can have tokens under both analyzers (they split on what is not a letter or digit). Decided

@@ -3,9 +3,9 @@ import { arrow } from '../../arrow/arrow.js';
 import { minRowsBytes } from '../../arrow/row-size.js';
 import { takeColumns } from '../../arrow/take.js';
 import { ResultTooLarge } from '../../errors.js';
+import type { RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
-import { readByKeys } from '../writes/row-keys.js';
 import { batchOf, rowKeysOf } from '../writes/rows.js';
 import type { Fused } from './fusion.js';
 import type { RowsResult } from './request.js';
@@ -16,17 +16,6 @@ export const keysOf = (result: Table): bigint[] => Array.from(rowKeysOf(result))
 
 /** Row keys in row order. */
 export const inRowOrder = (result: Table): bigint[] => Array.from(rowKeysOf(result).sort());
-
-export function numbersOf(table: Table, name: string): number[] {
-  const column = table.getChild(name);
-  const out: number[] = [];
-  if (column === null) return out;
-  for (const chunk of column.data) {
-    const values = chunk.values as Float32Array | Float64Array;
-    for (let i = 0; i < chunk.length; i++) out.push(values[i] ?? 0);
-  }
-  return out;
-}
 
 function float64Data(values: readonly (number | null)[]): Data {
   const data = new Float64Array(values.length);
@@ -52,13 +41,13 @@ function float64Data(values: readonly (number | null)[]): Data {
 interface KnownRows {
   /** Results that already carry the projected columns and the row key. */
   fetched?: readonly Table[];
-  /** The Lance row id a search leg saw for a key. */
-  rowIds?: ReadonlyMap<bigint, bigint>;
+  /** The row identity a search leg saw for a key. */
+  rowIds?: ReadonlyMap<bigint, RowId>;
 }
 
 /**
  * The rows of `keys`, in that order, with the projected columns (and, for search, the score columns).
- * Rows not already at hand are read together (`readByKeys`), then laid out as zero-copy slices, one per run
+ * Rows not already at hand are read together (`RowSource.rowsByKey`), then laid out as zero-copy slices, one per run
  * of rows that are neighbours in both orders.
  */
 export async function rowsByKeys(
@@ -93,7 +82,7 @@ export async function rowsByKeys(
   index(0);
   const missing = keys.filter((key) => !where.has(key));
   if (missing.length > 0) {
-    const found = await readByKeys(table.lance, missing, [...fields.map((f) => f.name), ROW_KEY], known.rowIds);
+    const found = await table.rows.rowsByKey(missing, [...fields.map((f) => f.name), ROW_KEY], known.rowIds);
     const from = batches.length;
     batches.push(...found.flatMap((t) => t.batches));
     index(from);

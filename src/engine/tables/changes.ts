@@ -1,28 +1,20 @@
+import type { VersionInfo } from '../rows/source.js';
+
 /** What a table version did to the rows: added new ones only, or changed or removed existing ones. */
 export type ChangeKind = 'append' | 'rewrite';
 
 /** How the rows of a table differ between two of its versions. */
 export type Difference = 'none' | ChangeKind;
 
-/** A version as Lance lists it, with the statistics its manifest keeps. */
-export interface VersionStats {
-  version: number;
-  metadata: Record<string, string>;
-}
-
 /**
- * Whether a commit kept the rows as they were, by the statistics of its manifest and the one before: the same
+ * Whether a commit kept the rows as they were, by the row counts it left and those the one before left: the same
  * live rows, and no more rows in data files. Compaction and index commits only move or drop rows; an append or a
  * delete breaks one of the two, and so does a replace of some rows of a fragment (it adds data-file rows), but
  * not a replace of every row of whole fragments (the old fragments go as the new ones come).
  */
-function keptRows(before: Record<string, string> | undefined, after: Record<string, string> | undefined): boolean {
+function keptRows(before: VersionInfo | undefined, after: VersionInfo | undefined): boolean {
   if (before === undefined || after === undefined) return false;
-  const number = (stats: Record<string, string>, key: string) => Number(stats[key] ?? Number.NaN);
-  return (
-    number(after, 'total_rows') === number(before, 'total_rows') &&
-    number(after, 'total_data_file_rows') <= number(before, 'total_data_file_rows')
-  );
+  return after.rows === before.rows && after.storedRows <= before.storedRows;
 }
 
 /** Versions remembered per table; older ones are forgotten and read as unknown (a full reload). */
@@ -64,7 +56,7 @@ export class TableChanges {
   async maintain<T>(
     currentVersion: () => Promise<number>,
     run: () => Promise<T>,
-    versions: () => Promise<readonly VersionStats[]>,
+    versions: () => Promise<readonly VersionInfo[]>,
   ): Promise<T> {
     const before = await currentVersion();
     const generation = this.generation;
@@ -72,7 +64,7 @@ export class TableChanges {
     const result = await run();
     const after = await currentVersion();
     if (quiet && this.writesInFlight === 0 && generation === this.generation && after > before) {
-      const stats = new Map((await versions()).map((v) => [v.version, v.metadata]));
+      const stats = new Map((await versions()).map((v) => [v.version, v]));
       for (let v = before + 1; v <= after; v++) {
         if (keptRows(stats.get(v - 1), stats.get(v))) this.remember(v, 'none');
       }

@@ -1,10 +1,7 @@
-import { annColumns, annIndex, isAnn, warmIndexes } from '../indexes.js';
-import type { IndexConfig } from '../lance.js';
-import { isCommitConflict } from '../lance.js';
 import type { EngineLog } from '../log.js';
+import { CommitConflict, type IndexInfo, UpkeepProcessGone } from '../rows/source.js';
 import { ROW_KEY, type VectorIndex } from '../tables/schema.js';
 import type { TableHandle, Tables } from '../tables/tables.js';
-import { type UpkeepJob, type UpkeepProcess, UpkeepProcessGone } from './process.js';
 
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
@@ -138,7 +135,6 @@ export class Upkeep {
     private readonly options: UpkeepOptions,
     private readonly log: EngineLog,
     private readonly observer: UpkeepObserver,
-    private readonly jobs: UpkeepProcess,
     private readonly leases: UpkeepLeases,
   ) {}
 
@@ -300,7 +296,7 @@ export class Upkeep {
     // A table untouched since a pass found nothing to do is skipped: index stats are not free at 1M rows,
     // and a pass runs every few seconds beside the searches.
     const id = table.record.tableId;
-    const version = await table.lance.version();
+    const version = await table.rows.version();
     const quiet = this.seen.get(id) === version;
     this.seen.set(id, version);
     if (this.settled.get(id) === version) {
@@ -309,17 +305,16 @@ export class Upkeep {
     }
     if (!quiet && (await this.loading(table))) return;
     if (!this.tidied.has(id)) this.tidied.set(id, version);
-    const indices = await table.lance.listIndices();
-    const indexed = annColumns(indices);
+    const indices = await table.rows.indexes();
+    const indexed = new Set(indices.filter((i) => i.ann).flatMap((i) => i.columns));
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
-    const rows = missing.length > 0 ? await table.lance.countRows() : 0;
+    const rows = missing.length > 0 ? await table.rows.count() : 0;
     const needsAnn = rows >= this.options.annMinRows && missing.length > 0;
     // Whether this pass committed new index files, which queries would otherwise load as they touch them.
     let reindexed = false;
     if (needsAnn) {
       for (const vector of missing) {
         if (await this.trainAnn(table, vector, 'ann_build')) {
-          table.ann.add(vector.column);
           this.trainedRows.set(`${id}/${vector.column}`, rows);
           reindexed = true;
         }
@@ -335,8 +330,7 @@ export class Upkeep {
     const due =
       searchBehind > 0 ||
       rewritten ||
-      (keysBehind &&
-        (quiet || (await table.lance.stats()).fragmentStats.numSmallFragments >= SMALL_FRAGMENTS_TO_COMPACT));
+      (keysBehind && (quiet || (await table.rows.smallFragments()) >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
       const optimized = await this.optimize(table, 'optimize');
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
@@ -345,15 +339,14 @@ export class Upkeep {
         // What the pass found behind is folded in; rows written meanwhile show on the next pass.
         this.behind.set(id, 0);
         this.tidied.set(id, version);
-        table.rowKeys.trim(await table.lance.countRows());
-        await table.rowKeys.warm();
+        await table.rows.compacted();
         reindexed = true;
       }
     } else if (!keysBehind && !needsAnn) {
       this.settled.set(id, version);
     }
     if (reindexed) {
-      await warmIndexes(table.lance).catch((err: unknown) => {
+      await table.rows.warm().catch((err: unknown) => {
         this.log.warn({ err }, 'warming indexes after upkeep failed; queries load them as they go');
       });
     }
@@ -366,8 +359,8 @@ export class Upkeep {
   private async behindOf(table: TableHandle): Promise<{ searchBehind: number; keysBehind: boolean }> {
     let searchBehind = 0;
     let keysBehind = false;
-    for (const index of await table.lance.listIndices()) {
-      const unindexed = (await table.lance.indexStats(index.name))?.numUnindexedRows ?? 0;
+    for (const index of await table.rows.indexes()) {
+      const unindexed = (await table.rows.indexStats(index.name))?.unindexedRows ?? 0;
       if (index.columns.includes(ROW_KEY)) keysBehind ||= unindexed > 0;
       else searchBehind = Math.max(searchBehind, unindexed);
     }
@@ -381,7 +374,7 @@ export class Upkeep {
    */
   private async loading(table: TableHandle): Promise<boolean> {
     const id = table.record.tableId;
-    const rows = await table.lance.countRows();
+    const rows = await table.rows.count();
     const before = this.counted.get(id);
     this.counted.set(id, rows);
     const deferred = this.deferred.get(id) ?? 0;
@@ -405,9 +398,9 @@ export class Upkeep {
    * prunes it.
    */
   private async optimize(table: TableHandle, work: 'optimize' | 'prune'): Promise<boolean> {
-    const latest = (await table.lance.listVersions()).at(-1)?.timestamp.getTime() ?? Date.now();
+    const latest = (await table.rows.versions()).at(-1)?.timestamp.getTime() ?? Date.now();
     const cutoff = new Date(Math.min(Date.now() - this.options.retainMs, latest - 1));
-    return this.commit(table, work, { kind: 'optimize', cleanupOlderThan: cutoff });
+    return this.commit(table, work, () => table.rows.optimize(cutoff));
   }
 
   /**
@@ -419,7 +412,7 @@ export class Upkeep {
   private async pruneIdle(table: TableHandle, version: number): Promise<void> {
     const id = table.record.tableId;
     const oldest = async () => {
-      const versions = await table.lance.listVersions();
+      const versions = await table.rows.versions();
       return versions.length > 1 ? (versions[0]?.timestamp.getTime() ?? 0) : Number.POSITIVE_INFINITY;
     };
     let due = this.pruneAt.get(id);
@@ -440,18 +433,18 @@ export class Upkeep {
    * Trains an ANN index again when folds have split it into too many segments or the table outgrew it; true
    * when it did.
    */
-  private async retrainOutgrown(table: TableHandle, indices: readonly IndexConfig[]): Promise<boolean> {
+  private async retrainOutgrown(table: TableHandle, indices: readonly IndexInfo[]): Promise<boolean> {
     let retrained = false;
     for (const vector of table.indexes.vector) {
-      const index = indices.find((i) => isAnn(i) && i.columns.includes(vector.column));
-      const stats = index === undefined ? undefined : await table.lance.indexStats(index.name);
-      if (stats === undefined || stats === null) continue;
+      const index = indices.find((i) => i.ann && i.columns.includes(vector.column));
+      const stats = index === undefined ? undefined : await table.rows.indexStats(index.name);
+      if (stats === undefined) continue;
       const key = `${table.record.tableId}/${vector.column}`;
       // Unknown after a restart: taken as trained on what it holds now, so only its segments count.
-      const trained = this.trainedRows.get(key) ?? stats.numIndexedRows;
+      const trained = this.trainedRows.get(key) ?? stats.indexedRows;
       this.trainedRows.set(key, trained);
-      if ((stats.numIndices ?? 1) <= MAX_ANN_SEGMENTS && stats.numIndexedRows < ANN_REGROWTH * trained) continue;
-      const rows = await table.lance.countRows();
+      if (stats.segments <= MAX_ANN_SEGMENTS && stats.indexedRows < ANN_REGROWTH * trained) continue;
+      const rows = await table.rows.count();
       if (await this.trainAnn(table, vector, 'ann_retrain')) {
         this.trainedRows.set(key, rows);
         retrained = true;
@@ -468,7 +461,7 @@ export class Upkeep {
     const key = `${table.record.tableId}/${vector.column}`;
     if ((this.annRetryAt.get(key) ?? 0) > Date.now()) return false;
     try {
-      return await this.commit(table, work, annIndex(vector, work === 'ann_retrain'));
+      return await this.commit(table, work, () => table.rows.buildAnn(vector, work === 'ann_retrain'));
     } catch (err) {
       // The process's end is no verdict on the job: the next pass tries again. A drop ends the table's upkeep.
       if (err instanceof UpkeepProcessGone || this.stopped || (await this.droppedMeanwhile(table.record.tableId))) {
@@ -491,30 +484,29 @@ export class Upkeep {
    * write queue once, so a table written without pause still gets its indexes caught up. True when it
    * committed.
    */
-  private async commit(table: TableHandle, work: UpkeepWork, job: UpkeepJob): Promise<boolean> {
+  private async commit(table: TableHandle, work: UpkeepWork, run: () => Promise<void>): Promise<boolean> {
     const id = table.record.tableId;
     const lost = this.preempted.get(id) ?? 0;
     const started = performance.now();
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep; not where other
       // nodes write (`othersWrite`).
-      const run = () => this.jobs.run(this.tables.location, id, job);
       const maintain = () =>
         this.options.othersWrite
           ? run()
           : table.changes.maintain(
-              () => table.lance.version(),
+              () => table.rows.version(),
               run,
-              () => table.lance.listVersions(),
+              () => table.rows.versions(),
             );
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
       this.preempted.delete(id);
       // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
-      await table.folder?.sync();
+      await table.rows.sync();
       this.observer.done(work, (performance.now() - started) / 1000);
       return true;
     } catch (err) {
-      if (!isCommitConflict(err)) throw err;
+      if (!(err instanceof CommitConflict)) throw err;
       this.preempted.set(id, lost + 1);
       return false;
     }

@@ -1,5 +1,5 @@
 import { StrataError, Throttled, Unavailable } from '../../errors.js';
-import { UpkeepProcess } from '../upkeep/process.js';
+import { UpkeepProcess } from '../lance/index.js';
 import { JsonThread } from '../writes/json-rows.js';
 import { type DatabaseRef, DatabaseWorker, type Lease, type WorkerDeps } from './worker.js';
 

@@ -5,21 +5,14 @@ import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
-import { connect, type LanceTable } from '../lance.js';
+import { LanceStore, type UpkeepProcess } from '../lance/index.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
 import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
 import type { ExactRequest, HybridRequest, MatchRequest, RowsResult } from '../search/request.js';
-import { LanceSqlSource } from '../sql-source.js';
+import { TablesSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
-import {
-  type CreateTableRequest,
-  closeHandle,
-  type TableDescription,
-  type TableHandle,
-  Tables,
-} from '../tables/tables.js';
-import type { UpkeepProcess } from '../upkeep/process.js';
+import { type CreateTableRequest, type TableDescription, type TableHandle, Tables } from '../tables/tables.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
 import type { WriteCommand, WriteOptions, WriteOutcome } from '../writes/command.js';
 import { findCommit, type VersionReader } from '../writes/intent.js';
@@ -88,20 +81,9 @@ export class DatabaseWorker {
 
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
-    // readConsistencyInterval 0: every read sees the latest commit, whoever made it (docs/architecture.md).
-    const connection = await connect(location.uri, {
-      storageOptions: location.storageOptions,
-      readConsistencyInterval: 0,
-    });
-    const tables = new Tables(connection, deps.catalog, ref.id, location, deps.log, deps.maxTables);
-    const upkeep = new Upkeep(
-      tables,
-      deps.upkeep,
-      deps.log,
-      deps.upkeepObserver,
-      node.upkeepProcess,
-      deps.upkeepLeases,
-    );
+    const store = await LanceStore.open(location, node.upkeepProcess, deps.log);
+    const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables);
+    const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
     upkeep.start();
     return new DatabaseWorker(
       ref,
@@ -190,18 +172,7 @@ export class DatabaseWorker {
 
   /** One handle of its own, checked out at each version asked for: the shared handle always reads the latest. */
   private versionReader(handle: TableHandle): VersionReader {
-    let lance: LanceTable | undefined;
-    return {
-      at: async (version) => {
-        // Opened at the latest version, which pruning never removes, so that a failed checkout leaves it to close.
-        lance ??= await this.tables.snapshot(handle.record, await handle.lance.version());
-        await lance.checkout(version);
-        return lance;
-      },
-      close: () => {
-        if (lance !== undefined) closeHandle(lance);
-      },
-    };
+    return handle.rows.history();
   }
 
   search(table: string, req: HybridRequest): Promise<RowsResult> {
@@ -239,7 +210,7 @@ export class DatabaseWorker {
   /** Runs one read-only SQL statement over the database's tables, each at its latest version. */
   async querySql(sql: string): Promise<SqlResult> {
     if (this.sqlEngine === undefined) {
-      const opening = SqlDatabase.open(new LanceSqlSource(this.tables), this.sqlOptions);
+      const opening = SqlDatabase.open(new TablesSqlSource(this.tables), this.sqlOptions);
       opening.catch(() => (this.sqlEngine = undefined));
       this.sqlEngine = opening;
     }

@@ -1,7 +1,7 @@
 import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Unprocessable } from '../../errors.js';
-import { isMissingDataset, type LanceTable, readAll } from '../lance.js';
+import type { History, RowReads, VersionInfo } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { rowKeysOf } from './rows.js';
@@ -39,11 +39,8 @@ export interface Found {
   counts?: { matched: number; n_tombstoned: number; n_not_found: number };
 }
 
-/** A read-only handle on the table, moved from version to version; closed by whoever opened it. */
-export interface VersionReader {
-  at(version: number): Promise<LanceTable>;
-  close(): void;
-}
+/** A read-only view of the table, moved from version to version; closed by whoever opened it. */
+export type VersionReader = History;
 
 const keyList = (keys: readonly bigint[]) => keys.map(String).join(', ');
 
@@ -89,29 +86,23 @@ function testOf(
   handle: TableHandle,
   intent: WriteIntent,
   rows: readonly RecordBatch[],
-): (table: LanceTable) => Promise<number | undefined> {
+): (table: RowReads) => Promise<number | undefined> {
   if (intent.kind === 'append') {
     const probe = `${ROW_KEY} = ${BigInt(intent.firstKey)}`;
-    return async (table) => ((await table.countRows(probe)) > 0 ? intent.count : undefined);
+    return async (table) => ((await table.count(probe)) > 0 ? intent.count : undefined);
   }
   const keys = intent.keys.map(BigInt);
   const inKeys = `${ROW_KEY} IN (${keyList(keys)})`;
   if (intent.kind === 'delete') {
     const probe = intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`;
-    return async (table) => ((await table.countRows(probe)) === 0 ? 0 : undefined);
+    return async (table) => ((await table.count(probe)) === 0 ? 0 : undefined);
   }
   const columns = handle.schema.fields.map((f) => f.name);
   const sent = new arrow.Table(rows as RecordBatch[]);
   // The body's rows were paired with the matched keys in order (writes.ts `replace`).
   const wanted = rowsByKey(sent, BigInt64Array.from(keys), columns);
   return async (table) => {
-    const found = await readAll(
-      table
-        .query()
-        .where(inKeys)
-        .select([ROW_KEY, ...columns])
-        .limit(keys.length),
-    );
+    const found = await table.rowsWhere(inKeys, [ROW_KEY, ...columns], { limit: keys.length });
     const now = rowsByKey(found, rowKeysOf(found), columns);
     for (const [key, row] of now) if (wanted.get(key) !== row) return undefined;
     return now.size;
@@ -119,27 +110,25 @@ function testOf(
 }
 
 /** How many of a delete's rows matched its predicate at a version: what it tombstoned if it committed next. */
-async function stillMatched(table: LanceTable, intent: Extract<WriteIntent, { kind: 'delete' }>): Promise<number> {
+async function stillMatched(
+  table: RowReads | undefined,
+  version: number,
+  intent: Extract<WriteIntent, { kind: 'delete' }>,
+): Promise<number> {
+  if (table === undefined) throw new Error(`version ${version} of the table was pruned while it was read`);
   const inKeys = `${ROW_KEY} IN (${keyList(intent.keys.map(BigInt))})`;
-  return table.countRows(intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`);
+  return table.count(intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`);
 }
 
 /**
  * How many rows each version only appended (0: it did something else), from its summary beside the one before
- * (Lance keeps the table's row counts in each version's manifest). An append's commit is such a version: it adds
+ * (the row source lists the row counts each version left). An append's commit is such a version: it adds
  * fragments and changes no other row, so the rows stored and the rows live grow alike and no deletion is
  * recorded. A version whose summary, or whose predecessor's, is missing is left out: it is always read.
  */
-function appendedRows(listing: readonly { version: number; metadata: Record<string, string> }[]): Map<number, number> {
+function appendedRows(listing: readonly VersionInfo[]): Map<number, number> {
   const summaries = new Map(
-    listing.map((v) => [
-      v.version,
-      {
-        rows: Number(v.metadata.total_rows),
-        stored: Number(v.metadata.total_data_file_rows),
-        deleted: Number(v.metadata.total_deletion_file_rows),
-      },
-    ]),
+    listing.map((v) => [v.version, { rows: v.rows, stored: v.storedRows, deleted: v.deletedRows }]),
   );
   const whole = (n: number) => Number.isSafeInteger(n) && n >= 0;
   const appended = new Map<number, number>();
@@ -176,13 +165,13 @@ export async function findCommit(
   reader: VersionReader,
 ): Promise<Found | undefined> {
   const test = testOf(handle, intent, rows);
-  const listing = await handle.lance.listVersions();
+  const listing = await handle.rows.versions();
   const kept = listing.map((v) => v.version);
   const appended = appendedRows(listing);
   const latest = kept.at(-1) ?? 0;
   const from = intent.fromVersion;
   // An append that is there now committed, whatever its history: one read, and no history needed.
-  if (intent.kind === 'append' && (await test(handle.lance)) !== undefined) return { version: latest };
+  if (intent.kind === 'append' && (await test(handle.rows)) !== undefined) return { version: latest };
   const after = kept.filter((v) => from === undefined || v > from);
   let pruned = false;
   // The last version read that failed the test: a pure append after it leaves the rows at the write's keys as they
@@ -196,11 +185,8 @@ export async function findCommit(
       failed = version;
       continue;
     }
-    const table = await reader.at(version).catch((err: unknown) => {
-      // Upkeep may prune a version between the listing and its reading: it then tells nothing, like one pruned before.
-      if (isMissingDataset(err)) return undefined;
-      throw err;
-    });
+    // Upkeep may prune a version between the listing and its reading: it then tells nothing, like one pruned before.
+    const table = await reader.at(version);
     if (table === undefined) {
       pruned = true;
       continue;
@@ -216,7 +202,9 @@ export async function findCommit(
     if (intent.kind === 'delete') {
       // Taken as this write's own commit: it tombstoned what still matched just before. (Another client's
       // delete of exactly these rows in the same window looks the same; the rows end the same either way.)
-      tombstoned = kept.includes(version - 1) ? await stillMatched(await reader.at(version - 1), intent) : matched;
+      tombstoned = kept.includes(version - 1)
+        ? await stillMatched(await reader.at(version - 1), version - 1, intent)
+        : matched;
     }
     return { version, counts: { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned } };
   }

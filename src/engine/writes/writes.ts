@@ -1,7 +1,6 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
-import { appendBatches, committing, PREDICATE_READ, readAll } from '../lance.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
@@ -39,7 +38,7 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
-/** Runs one commit of a write through the Lance face, telling the table's change record what kind of version it made. */
+/** Runs one commit of a write through the row source, telling the table's change record what kind of version it made. */
 async function recording<T extends { version: number }>(
   table: TableHandle,
   kind: ChangeKind,
@@ -47,7 +46,7 @@ async function recording<T extends { version: number }>(
 ): Promise<T> {
   const done = table.changes.beginWrite();
   try {
-    const result = await committing(commit);
+    const result = await commit();
     done({ version: result.version, kind });
     return result;
   } finally {
@@ -62,7 +61,7 @@ async function recording<T extends { version: number }>(
  */
 async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<T> {
   const result = await table.writes.run(write);
-  await table.folder?.sync();
+  await table.rows.sync();
   return result;
 }
 
@@ -76,7 +75,7 @@ export async function append(
   const { batches: rows, stream } = parsed;
   const n = rowCount(rows);
   return durably(table, async () => {
-    if (n === 0) return { rows, stream, schema: table.schema, version: await table.lance.version() };
+    if (n === 0) return { rows, stream, schema: table.schema, version: await table.rows.version() };
     const first = await catalog.reserveRowKeys(table.record.tableId, n);
     const fromVersion = await versionBefore(table, beforeCommit);
     const firstKey = String(first);
@@ -85,7 +84,7 @@ export async function append(
     // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await recording(table, 'append', () => appendBatches(table.lance, withRowKeys(table, rows, keys)));
+    const result = await recording(table, 'append', () => table.rows.append(withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
@@ -95,12 +94,12 @@ export async function append(
  * retry after a crash looks for it (intent.ts `findCommit`). Unkeyed writes skip the read.
  */
 async function versionBefore(table: TableHandle, beforeCommit: BeforeCommit | undefined): Promise<number | undefined> {
-  return beforeCommit === undefined ? undefined : table.lance.version();
+  return beforeCommit === undefined ? undefined : table.rows.version();
 }
 
 /** The row keys `predicate` matches, in row order. */
 async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  return rowKeysOf(await readAll(table.lance.query().where(predicate).select([ROW_KEY]), PREDICATE_READ)).sort();
+  return rowKeysOf(await table.rows.rowsWhere(predicate, [ROW_KEY], { userDriven: true })).sort();
 }
 
 /**
@@ -132,7 +131,7 @@ export async function replace(
         rows,
         stream,
         schema: table.schema,
-        version: await table.lance.version(),
+        version: await table.rows.version(),
         matched: 0,
         n_tombstoned: 0,
         n_not_found: 0,
@@ -147,13 +146,8 @@ export async function replace(
       });
       await catalog.durable();
     }
-    const merged = await recording(table, 'rewrite', () =>
-      table.lance
-        .mergeInsert(ROW_KEY)
-        .whenMatchedUpdateAll()
-        .execute(new arrow.Table(withRowKeys(table, rows, keys))),
-    );
-    const tombstoned = merged.numUpdatedRows;
+    const merged = await recording(table, 'rewrite', () => table.rows.replaceByKey(withRowKeys(table, rows, keys)));
+    const tombstoned = merged.replaced;
     return {
       rows,
       stream,
@@ -184,9 +178,9 @@ export async function remove(
       await beforeCommit({ kind: 'delete', tableId, keys: Array.from(keys, String), predicate: checked, fromVersion });
       await catalog.durable();
     }
-    if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.lance.version() };
-    const deleted = await recording(table, 'rewrite', () => table.lance.delete(checked));
-    const tombstoned = Math.min(matched, deleted.numDeletedRows);
+    if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
+    const deleted = await recording(table, 'rewrite', () => table.rows.delete(checked));
+    const tombstoned = Math.min(matched, deleted.deleted);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });
 }

@@ -2,6 +2,7 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { LanceLocation } from '../../storage/lance.js';
+import { UpkeepProcessGone } from '../rows/source.js';
 
 /** Heavy upkeep work on one dataset: train an ANN index, or fold, compact and prune (`optimize()`). */
 export type UpkeepJob =
@@ -14,7 +15,7 @@ export type UpkeepJob =
     }
   | { kind: 'optimize'; cleanupOlderThan: Date };
 
-/** A job as sent to the upkeep process (`child.js`). */
+/** A job as sent to the upkeep process (`upkeep-child.js`). */
 export interface UpkeepRequest {
   id: number;
   uri: string;
@@ -38,10 +39,7 @@ export const UPKEEP_NICENESS = 10;
  */
 const UPKEEP_IDLE_MS = 60_000;
 
-const CHILD = fileURLToPath(new URL('./child.js', import.meta.url));
-
-/** The upkeep process ended (or could not start) before it answered a job: the job itself did not fail. */
-export class UpkeepProcessGone extends Error {}
+const CHILD = fileURLToPath(new URL('./upkeep-child.js', import.meta.url));
 
 interface Pending {
   resolve(): void;

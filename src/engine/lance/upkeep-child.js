@@ -1,6 +1,6 @@
 // @ts-check
 /**
- * The process upkeep's heavy Lance work runs in (`process.ts` starts it at a lower CPU priority): training
+ * The process upkeep's heavy Lance work runs in (`upkeep-process.ts` starts it at a lower CPU priority): training
  * ANN indexes and `optimize()`. Plain JavaScript so that Node runs it as it is, from the sources under test and
  * from `dist/` alike; it needs nothing but Lance. Each request names its dataset and is answered when its commit
  * is done; requests run side by side.
@@ -8,8 +8,8 @@
 import { connect, Index } from '@lancedb/lancedb';
 
 /**
- * @typedef {import('./process.js').UpkeepRequest} UpkeepRequest
- * @typedef {import('./process.js').UpkeepReply} UpkeepReply
+ * @typedef {import('./upkeep-process.js').UpkeepRequest} UpkeepRequest
+ * @typedef {import('./upkeep-process.js').UpkeepReply} UpkeepReply
  */
 
 /**

@@ -1,8 +1,7 @@
 import type { Table } from 'apache-arrow';
-import type { LanceTable } from '../lance.js';
-import { readAll } from '../lance.js';
 import { ROW_KEY } from '../tables/schema.js';
-import { rowKeysOf } from './rows.js';
+import { rowKeysOf } from '../writes/rows.js';
+import { type LanceTable, readAll } from './lance.js';
 
 /** Row ids share their upper 32 bits per fragment (Lance's row addresses); a bucket is one such range. */
 const BUCKET_BITS = 32n;

@@ -1,6 +1,6 @@
+import type { Analyzer, Metric, VectorIndex } from '../tables/schema.js';
 import { Index, type IndexConfig, type LanceTable } from './lance.js';
-import type { Analyzer, Metric, VectorIndex } from './tables/schema.js';
-import type { UpkeepJob } from './upkeep/process.js';
+import type { UpkeepJob } from './upkeep-process.js';
 
 /**
  * What an index is to Lance: the metric each declared vector index trains and searches with, the FTS settings of
@@ -45,7 +45,7 @@ export async function warmIndexes(lance: LanceTable): Promise<void> {
 
 /**
  * The ANN index of a vector column. IVF_RQ, 4 bits: recall@10 1.0 at 200k × 384 with exact re-ranking of the top
- * candidates (search/legs.ts); Lance builds it only for dimensions divisible by 8 ("vector dimension must be divisible
+ * candidates (legs.ts); Lance builds it only for dimensions divisible by 8 ("vector dimension must be divisible
  * by 8 for IVF_RQ"), so other dimensions (50, 100, 300, …) get IVF_FLAT, which keeps vectors whole: at 200k × 100
  * it built in 0.7 s and answered with recall@10 1.0 at 8.1 ms, against 79 ms for the exact scan.
  */

@@ -1,0 +1,287 @@
+import type { RecordBatch, Table } from 'apache-arrow';
+import { arrow } from '../../arrow/arrow.js';
+import type { DurableFolder } from '../../storage/durable.js';
+import type { LanceLocation } from '../../storage/lance.js';
+import {
+  CommitConflict,
+  type History,
+  type Hits,
+  type IndexInfo,
+  type IndexStats,
+  type ReadOptions,
+  type RowId,
+  type RowReads,
+  type RowSource,
+  type Snapshot,
+  type TextLeg,
+  type TextMatch,
+  type VectorLeg,
+  type VersionInfo,
+} from '../rows/source.js';
+import { ROW_KEY, type TableIndexes, type VectorIndex } from '../tables/schema.js';
+import { annColumns, annIndex, isAnn, warmIndexes } from './indexes.js';
+import {
+  ALL_ROWS,
+  appendBatches,
+  type Connection,
+  committing,
+  isCommitConflict,
+  isMissingDataset,
+  type LanceTable,
+  LOAD_BATCH_ROWS,
+  MatchQuery,
+  Operator,
+  PREDICATE_READ,
+  READ_OPTIONS,
+  readAll,
+  streamOf,
+} from './lance.js';
+import { textLeg, vectorLeg } from './legs.js';
+import { RowKeys, readByKeys } from './row-keys.js';
+import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
+
+/** How often a table missing an ANN index looks whether another node's upkeep built it since. */
+const ANN_RECHECK_MS = 1000;
+
+/** Tries to close a handle again this long after a read still borrowing it refused the close. */
+const CLOSE_RETRY_MS = 1000;
+
+/**
+ * Closes a Lance handle that reads may still be using. LanceDB refuses to close a handle while another call
+ * borrows it ("cannot be borrowed mutably while another borrow is active"); that read is allowed to finish
+ * and the close is tried again later. Never throws: the handle is being let go either way.
+ */
+export function closeHandle(lance: LanceTable, retries = 5): void {
+  try {
+    lance.close();
+  } catch {
+    if (retries > 0) setTimeout(() => closeHandle(lance, retries - 1), CLOSE_RETRY_MS).unref();
+  }
+}
+
+/** Reads of one Lance handle, at whatever version it is checked out at. */
+class LanceReads implements RowReads {
+  constructor(protected readonly lance: LanceTable) {}
+
+  count(where?: string): Promise<number> {
+    return this.lance.countRows(where);
+  }
+
+  rowsWhere(where: string, columns: readonly string[], options: ReadOptions = {}): Promise<Table> {
+    let q = this.lance
+      .query()
+      .where(where)
+      .select([...columns]);
+    if (options.limit !== undefined) q = q.limit(options.limit);
+    return readAll(q, options.userDriven === true ? PREDICATE_READ : READ_OPTIONS);
+  }
+}
+
+/** The versions of a table as Lance lists them, with the row counts each manifest keeps. */
+export async function versionsOf(lance: LanceTable): Promise<VersionInfo[]> {
+  return (await lance.listVersions()).map((v) => ({
+    version: v.version,
+    timestamp: v.timestamp,
+    rows: Number(v.metadata.total_rows),
+    storedRows: Number(v.metadata.total_data_file_rows),
+    deletedRows: Number(v.metadata.total_deletion_file_rows),
+  }));
+}
+
+/** What a table's rows need of the database's store: reopening the dataset, and running upkeep's jobs. */
+export interface LanceTableEnv {
+  connection: Connection;
+  location: LanceLocation;
+  jobs: UpkeepProcess;
+  /** The dataset's folder when it is local, whose new files each commit makes durable (S3's PUT already is). */
+  folder: DurableFolder | undefined;
+}
+
+/** One Lance table as a row source: its handle, which vector columns have ANN indexes, and its row ids' keys. */
+export class LanceRows extends LanceReads implements RowSource {
+  /** Vector columns whose ANN index exists: their searches set nprobes and refine. */
+  private readonly ann: Set<string>;
+  /** When `ann` was last read from the dataset, while some vector column has none (another node may build it). */
+  private annCheckedMs = Date.now();
+  /** Row keys by Lance row id, for search legs that read only row ids. */
+  readonly rowKeys: RowKeys;
+
+  constructor(
+    lance: LanceTable,
+    private readonly tableId: string,
+    private readonly declared: TableIndexes,
+    ann: Set<string>,
+    private readonly env: LanceTableEnv,
+  ) {
+    super(lance);
+    this.ann = ann;
+    this.rowKeys = new RowKeys(lance);
+  }
+
+  /** The Lance handle, for the store that closes it. */
+  get handle(): LanceTable {
+    return this.lance;
+  }
+
+  /** The dataset's folder when it is local (tests look at what it has left to sync). */
+  get folder(): DurableFolder | undefined {
+    return this.env.folder;
+  }
+
+  version(): Promise<number> {
+    return this.lance.version();
+  }
+
+  textLeg(leg: TextLeg): Promise<Hits> {
+    return textLeg(this.lance, leg);
+  }
+
+  async vectorLeg(leg: VectorLeg): Promise<Hits> {
+    await this.recheckAnn();
+    return vectorLeg(this.lance, leg, this.ann.has(leg.field));
+  }
+
+  /**
+   * Looks again (at most every `ANN_RECHECK_MS`) whether vector columns without an ANN index have one now: another
+   * node's upkeep may have built it.
+   */
+  private async recheckAnn(): Promise<void> {
+    if (this.ann.size < this.declared.vector.length && Date.now() - this.annCheckedMs > ANN_RECHECK_MS) {
+      this.annCheckedMs = Date.now();
+      for (const column of annColumns(await this.lance.listIndices())) this.ann.add(column);
+    }
+  }
+
+  textMatches(match: TextMatch, columns: readonly string[]): Promise<Table> {
+    const operator = match.operator === 'AND' ? Operator.And : Operator.Or;
+    return readAll(
+      this.lance
+        .query()
+        .fullTextSearch(new MatchQuery(match.query, match.field, { operator }))
+        .select([...columns])
+        .limit(ALL_ROWS),
+    );
+  }
+
+  keysOf(ids: readonly RowId[]): Promise<(bigint | undefined)[]> {
+    return this.rowKeys.of(ids);
+  }
+
+  rowsByKey(keys: readonly bigint[], columns: readonly string[], ids?: ReadonlyMap<bigint, RowId>): Promise<Table[]> {
+    return readByKeys(this.lance, keys, columns, ids);
+  }
+
+  append(batches: RecordBatch[]): Promise<{ version: number }> {
+    return committing(() => appendBatches(this.lance, batches));
+  }
+
+  async replaceByKey(batches: RecordBatch[]): Promise<{ version: number; replaced: number }> {
+    const merged = await committing(() =>
+      this.lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll().execute(new arrow.Table(batches)),
+    );
+    return { version: merged.version, replaced: merged.numUpdatedRows };
+  }
+
+  async delete(predicate: string): Promise<{ version: number; deleted: number }> {
+    const deleted = await committing(() => this.lance.delete(predicate));
+    return { version: deleted.version, deleted: deleted.numDeletedRows };
+  }
+
+  async sync(): Promise<void> {
+    await this.env.folder?.sync();
+  }
+
+  versions(): Promise<VersionInfo[]> {
+    return versionsOf(this.lance);
+  }
+
+  history(): History {
+    let reader: LanceTable | undefined;
+    return {
+      at: async (version) => {
+        try {
+          // Opened at the latest version, which pruning never removes, so that a failed checkout leaves it to close.
+          if (reader === undefined) {
+            const latest = await this.lance.version();
+            reader = await this.env.connection.openTable(this.tableId);
+            await reader.checkout(latest);
+          }
+          await reader.checkout(version);
+          return new LanceReads(reader);
+        } catch (err) {
+          // Upkeep may prune a version between a listing and its reading: it then tells nothing, like one pruned before.
+          if (isMissingDataset(err)) return undefined;
+          throw err;
+        }
+      },
+      close: () => {
+        if (reader !== undefined) closeHandle(reader);
+      },
+    };
+  }
+
+  async indexes(): Promise<IndexInfo[]> {
+    return (await this.lance.listIndices()).map((i) => ({ name: i.name, columns: i.columns, ann: isAnn(i) }));
+  }
+
+  async indexStats(name: string): Promise<IndexStats | undefined> {
+    const stats = await this.lance.indexStats(name);
+    if (stats === undefined || stats === null) return undefined;
+    return {
+      indexedRows: stats.numIndexedRows,
+      unindexedRows: stats.numUnindexedRows,
+      segments: stats.numIndices ?? 1,
+    };
+  }
+
+  async smallFragments(): Promise<number> {
+    return (await this.lance.stats()).fragmentStats.numSmallFragments;
+  }
+
+  optimize(olderThan: Date): Promise<void> {
+    return this.job({ kind: 'optimize', cleanupOlderThan: olderThan });
+  }
+
+  async buildAnn(vector: VectorIndex, replace: boolean): Promise<void> {
+    await this.job(annIndex(vector, replace));
+    this.ann.add(vector.column);
+  }
+
+  async compacted(): Promise<void> {
+    this.rowKeys.trim(await this.lance.countRows());
+    await this.rowKeys.warm();
+  }
+
+  warm(): Promise<void> {
+    return warmIndexes(this.lance);
+  }
+
+  /** Runs upkeep's heavy work in the upkeep process; a commit another beat is a `CommitConflict`. */
+  private async job(job: UpkeepJob): Promise<void> {
+    try {
+      await this.env.jobs.run(this.env.location, this.tableId, job);
+    } catch (err) {
+      if (isCommitConflict(err)) throw new CommitConflict(err instanceof Error ? err.message : String(err));
+      throw err;
+    }
+  }
+}
+
+/** A handle of SQL's own on one table, moved to each version it loads. */
+export class LanceSnapshot implements Snapshot {
+  constructor(private readonly lance: LanceTable) {}
+
+  checkout(version: number): Promise<void> {
+    return this.lance.checkout(version);
+  }
+
+  async *scan(columns: readonly string[], afterKey: bigint | undefined): AsyncIterable<RecordBatch> {
+    let query = this.lance.query().select([...columns, ROW_KEY]);
+    if (afterKey !== undefined) query = query.where(`${ROW_KEY} > ${afterKey}`);
+    yield* streamOf(query, LOAD_BATCH_ROWS);
+  }
+
+  close(): void {
+    closeHandle(this.lance);
+  }
+}
