@@ -66,6 +66,31 @@ describe('layers call downwards only', () => {
     expect(await lint('src/engine/search/probe.ts', importing('@lancedb/lancedb'))).toMatch(/Only engine\/lance\//);
     expect(await lint('src/engine/lance/probe.ts', importing('@lancedb/lancedb'))).toBe('');
   });
+
+  test.each([
+    ['src/engine/workers/probe.ts', '../lance/rows.js'],
+    ['src/http/probe.ts', '../engine/lance/store.js'],
+    ['src/engine/probe.ts', './lance/legs.js'],
+  ])('engine/lance/ is reached through its index.js alone: %s may not import %s', async (path, from) => {
+    expect(await lint(path, importing(from))).toMatch(/reached through its index\.js alone/);
+  });
+
+  test.each([
+    ['src/engine/search/probe.ts', '../lance/index.js'],
+    ['src/engine/writes/probe.ts', '../lance/index.js'],
+    ['src/engine/upkeep/probe.ts', '../lance/rows.js'],
+    ['src/engine/tables/probe.ts', '../lance.js'],
+  ])('search, writes, upkeep and tables speak the row-source port: %s may not import %s', async (path, from) => {
+    expect(await lint(path, importing(from))).toMatch(/speak the row-source port/);
+  });
+
+  test.each([
+    ['src/engine/workers/probe.ts', '../lance/index.js'],
+    ['src/engine/search/probe.ts', '../rows/source.js'],
+    ['src/engine/lance/probe.ts', './lance.js'],
+  ])('%s may import %s', async (path, from) => {
+    expect(await lint(path, importing(from))).toBe('');
+  });
 });
 
 test('Arrow values come from arrow/arrow.ts alone: elsewhere apache-arrow is imported for types only', () => {
