@@ -49,7 +49,15 @@ export class SqliteControlStore extends SqlControlStore {
   }
 
   async close(): Promise<void> {
-    await this.ready.catch(() => undefined);
-    this.connection.close();
+    // A store whose migration failed closed its connection then.
+    if (
+      !(await this.ready.then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
+    // Not under a transaction under way: it would find its connection gone between two statements.
+    await this.connection.exclusive(async () => this.connection.close());
   }
 }
