@@ -129,13 +129,13 @@ export class Tables {
   }
 
   /**
-   * Drops a table: it leaves the catalog, then (with `purge`) its files go, once `settle` has let this node's
-   * upkeep of it end.
+   * Drops a table: it leaves the catalog, `leaving` is told (this node's upkeep starts nothing more on it), then
+   * with `purge` its files go.
    */
   async drop(
     name: string,
     purge: boolean,
-    settle: (tableId: string) => Promise<void> = async () => undefined,
+    leaving: (tableId: string) => void = () => undefined,
   ): Promise<{ table_name: string; purged: boolean; location: string }> {
     const record = await this.catalog.findTable(this.databaseId, name);
     if (record === undefined) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
@@ -144,7 +144,8 @@ export class Tables {
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
       // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
-      if (!(await this.forget(record, purge, settle))) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+      if (!(await this.forget(record, purge, leaving)))
+        throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
       return { table_name: name, purged: purge, location: this.store.locationOf(record.tableId) };
     });
   }
@@ -156,18 +157,16 @@ export class Tables {
   private async forget(
     record: TableRecord,
     purge: boolean,
-    settle: (tableId: string) => Promise<void> = async () => undefined,
+    leaving: (tableId: string) => void = () => undefined,
   ): Promise<boolean> {
     const removed = await this.catalog.deleteTable(record.tableId);
+    if (removed) leaving(record.tableId);
     const open = this.handles.get(record.tableId);
     this.handles.delete(record.tableId);
     this.store.forget(record.tableId);
     const handle = await open?.catch(() => undefined);
     if (handle !== undefined) this.store.release(handle.rows);
-    if (purge && removed) {
-      await settle(record.tableId);
-      await this.store.drop(record.tableId);
-    }
+    if (purge && removed) await this.store.drop(record.tableId);
     return removed;
   }
 

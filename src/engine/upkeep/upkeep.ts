@@ -93,8 +93,6 @@ const ANN_RETRY_MS = 60_000;
 export class Upkeep {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
-  /** The table a pass is working on now, and when that work ends. */
-  private working: { id: string; done: Promise<void> } | undefined;
   private stopped = false;
   /** Consecutive upkeep commits a table's writes preempted. */
   private readonly preempted = new Map<string, number>();
@@ -180,15 +178,7 @@ export class Upkeep {
         id = table.record.tableId;
         open.add(id);
         if (this.dropped.has(id)) continue;
-        const done = this.leasing(id, () => this.upkeep(table));
-        this.working = {
-          id,
-          done: done.then(
-            () => undefined,
-            () => undefined,
-          ),
-        };
-        await done;
+        await this.leasing(id, () => this.upkeep(table));
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
         // Dropped while its pass ran (a purge removes the files the job reads): not a failure, and not retried.
@@ -208,19 +198,11 @@ export class Upkeep {
   }
 
   /**
-   * Lets go of a table about to be dropped here: no pass starts on it, and one working on it is waited for (up to
-   * `waitMs`), so that its files are not deleted while upkeep writes them (a compaction, an index build).
+   * Lets go of a table being dropped here: no pass step starts on it from now. A job under way is not waited for
+   * (an index build may take minutes): it fails once its dataset is gone, and writes nothing back.
    */
-  async leave(id: string, waitMs = 60_000): Promise<void> {
+  leave(id: string): void {
     this.markDropped(id);
-    const working = this.working;
-    if (working?.id !== id) return;
-    let timer: NodeJS.Timeout | undefined;
-    const waited = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, waitMs);
-    });
-    await Promise.race([working.done, waited]);
-    clearTimeout(timer);
   }
 
   /** Whether the table left the catalog (`acquire` says so, and takes no lease then). */
