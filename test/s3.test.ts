@@ -1,6 +1,8 @@
 import { CreateBucketCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import type { StrataError } from '../src/errors.js';
+import { statusOf } from '../src/http/errors.js';
 import { type Binding, bindingFrom, SERVER_IDENTITY_REFUSED } from '../src/storage/binding.js';
 import { assumeRoleCredentials } from '../src/storage/credentials.js';
 import { openObjects } from '../src/storage/open.js';
@@ -427,10 +429,9 @@ describe('the server identity is not lent to accounts (confused deputy)', () => 
       policy: { localStorage: true, allowInsecureEndpoints: true, allowServerIdentity },
     });
 
-    await expect(openObjects(binding, env(false), 'strata-old')).rejects.toMatchObject({
-      status: 422,
-      message: SERVER_IDENTITY_REFUSED,
-    });
+    const refused = await openObjects(binding, env(false), 'strata-old').catch((err: unknown) => err);
+    expect(refused).toMatchObject({ kind: 'unprocessable', message: SERVER_IDENTITY_REFUSED });
+    expect(statusOf(refused as StrataError)).toBe(422);
     await expect(openObjects(binding, env(true), 'strata-old')).resolves.toBeDefined();
   });
 

@@ -1,6 +1,6 @@
 import type { Schema } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
-import { isClosedTable, isMissingDataset, lanceMessage, PREDICATE_TIMEOUT_MS } from '../lance.js';
+import { isClosedTable, isMissingDataset, lanceMessage, PREDICATE_TIMEOUT_MS } from '../lance/index.js';
 import { canonicalPredicate } from './parser.js';
 
 /** Longer predicates are refused before they are parsed; an IN list of 10,000 ids fits many times over. */
