@@ -6,9 +6,9 @@
 /** The dialects a statement is rendered for. */
 export type Dialect = 'sqlite' | 'postgres';
 
-/** A fragment whose text depends on the dialect (rendered in place, never a parameter). */
-class Spelled {
-  constructor(readonly spell: (dialect: Dialect) => string) {}
+/** A row lock of PostgreSQL's (see `rowLock`). */
+class RowLock {
+  constructor(readonly clause: string) {}
 }
 
 /** The current time in ms, as one clock sees it. */
@@ -37,10 +37,7 @@ export const now = new Clock();
  * A row lock PostgreSQL takes (`FOR SHARE`, `FOR KEY SHARE OF t`, `FOR UPDATE SKIP LOCKED`). Nothing on SQLite,
  * where a transaction that writes holds the whole file from its start (`BEGIN IMMEDIATE`).
  */
-export const rowLock = (clause: string): Spelled => new Spelled((dialect) => (dialect === 'postgres' ? clause : ''));
-
-/** Text the dialects really spell differently; everything else is written once. */
-export const dialectal = (spelled: Record<Dialect, string>): Spelled => new Spelled((dialect) => spelled[dialect]);
+export const rowLock = (clause: string): RowLock => new RowLock(clause);
 
 const POSTGRES_NOW_MS = '(extract(epoch from clock_timestamp()) * 1000)::bigint';
 
@@ -52,8 +49,8 @@ export interface Rendered {
 /** The statement's text in the dialect, with `?` (SQLite) or `$n` (PostgreSQL) for each parameter. */
 export function render(query: Sql, dialect: Dialect): Rendered {
   const params: unknown[] = [];
-  // One reading of the clock for the whole statement, as PostgreSQL's is one per row at most.
-  const clock = Date.now();
+  /** Read once for the whole statement: its comparisons and the times it writes agree. */
+  let clock: number | undefined;
   const param = (value: unknown): string => {
     params.push(value);
     return dialect === 'postgres' ? `$${params.length}` : '?';
@@ -62,10 +59,13 @@ export function render(query: Sql, dialect: Dialect): Rendered {
     let text = part.strings[0] ?? '';
     part.values.forEach((value, i) => {
       if (value instanceof Sql) text += walk(value);
-      else if (value instanceof Spelled) text += value.spell(dialect);
+      else if (value instanceof RowLock) text += dialect === 'postgres' ? value.clause : '';
       else if (value instanceof Clock) {
         if (dialect === 'postgres') text += POSTGRES_NOW_MS;
-        else text += param(clock);
+        else {
+          clock = clock ?? Date.now();
+          text += param(clock);
+        }
       } else text += param(value);
       text += part.strings[i + 1] ?? '';
     });
