@@ -3,6 +3,7 @@ import { type Db, isUniqueViolation } from '../dialect/db.js';
 import { rowLock, sql } from '../dialect/sql.js';
 import { type TableRow, tableExists, tableFromRow } from '../records.js';
 import { beingDeleted, isBeingDeleted, type StoredDatabaseState } from '../store.js';
+import { DELETION_STATES } from './databases.js';
 
 /** Refuses a change to a database whose deletion began; its state is read in the change's own transaction. */
 function assertNotBeingDeleted(state: StoredDatabaseState | undefined): void {
@@ -62,24 +63,25 @@ export const tables = (db: Db) => ({
     }),
 
   /**
-   * The table's row lock orders every node's reservations of it. The database's row is shared-locked as its state
-   * is read, so each reservation is wholly before a deletion's mark (which waits for it) or sees it: no write
-   * reserves keys once the deletion is recorded.
+   * One statement: the table's row lock orders every node's reservations of it, and the database's row is
+   * shared-locked as its state is read, so each reservation is wholly before a deletion's mark (which waits for it)
+   * or sees it: no write reserves keys once the deletion is recorded.
    */
   async reserveRowKeys(tableId: string, count: number): Promise<bigint> {
-    const [reserved] = await db.transaction(async (tx) => {
-      const owner = await tx.get<{ state: StoredDatabaseState }>(
-        sql`SELECT d.state FROM tables t JOIN databases d ON d.id = t.database_id
-              WHERE t.table_id = ${tableId} ${rowLock('FOR SHARE OF d')}`,
-      );
-      assertNotBeingDeleted(owner?.state);
-      // As text: a row key is an i64, past what a JavaScript number holds exactly.
-      return tx.all<{ next: string }>(
-        sql`UPDATE tables SET next_row_key = next_row_key + ${count} WHERE table_id = ${tableId}
-              RETURNING CAST(next_row_key AS TEXT) AS next`,
-      );
-    });
-    if (reserved === undefined) throw new Error(`table ${tableId} is not in the catalog`);
-    return BigInt(reserved.next) - BigInt(count);
+    // As text: a row key is an i64, past what a JavaScript number holds exactly.
+    const [reserved] = await db.all<{ next: string }>(
+      sql`UPDATE tables SET next_row_key = next_row_key + ${count}
+            WHERE table_id = ${tableId}
+              AND (SELECT d.state FROM databases d WHERE d.id = tables.database_id ${rowLock('FOR SHARE')})
+                NOT IN ${DELETION_STATES}
+            RETURNING CAST(next_row_key AS TEXT) AS next`,
+    );
+    if (reserved !== undefined) return BigInt(reserved.next) - BigInt(count);
+    // Refused: the database's deletion began (a state it never leaves), or the table is not in the catalog.
+    const owner = await db.get<{ state: StoredDatabaseState }>(
+      sql`SELECT d.state FROM tables t JOIN databases d ON d.id = t.database_id WHERE t.table_id = ${tableId}`,
+    );
+    assertNotBeingDeleted(owner?.state);
+    throw new Error(`table ${tableId} is not in the catalog`);
   },
 });
