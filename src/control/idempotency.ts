@@ -1,9 +1,6 @@
-/** One idempotency key: an account's, for one database (docs/api.md, Idempotent writes). */
-export interface IdempotencyScope {
-  accountId: string;
-  databaseId: string;
-  key: string;
-}
+import type { IdempotencyBegin } from '../engine/writes/service.js';
+
+export type { IdempotencyBegin, IdempotencyScope } from '../engine/writes/service.js';
 
 /** A key's record as the store keeps it. */
 export interface IdempotencyRecord {
@@ -17,26 +14,11 @@ export interface IdempotencyRecord {
   response: string | null;
 }
 
-/** What a request carrying a key should do, decided by the store atomically. */
-export type IdempotencyBegin =
-  /** The first request with the key (or the first since it expired): run the write. */
-  | { kind: 'started' }
-  /** The key was used for a different request. */
-  | { kind: 'mismatch' }
-  /** The first request is still running. */
-  | { kind: 'running' }
-  /** The first request finished: answer what it answered. */
-  | { kind: 'done'; response: string }
-  /** The first request's node stopped before it finished: find out whether its write landed. */
-  | { kind: 'resumed'; intent: string | null };
-
 /**
- * A fingerprint names the table instance a write went to beside the request itself: `<table id>/<request hash>`.
- * A table dropped and created again under its name has a new id, so the same request to it is a new write.
+ * Whether two fingerprints are the same request to two instances of a table (dropped and made again between). A
+ * fingerprint is `<table id>/<request hash>` (`fingerprintOf` in engine/writes/service.ts): a table made again
+ * under its name has a new id, so the same request to it is a new write.
  */
-export const fingerprintFor = (tableId: string, request: string): string => `${tableId}/${request}`;
-
-/** Whether two fingerprints are the same request to two instances of a table (dropped and made again between). */
 function sameRequestOtherTable(recorded: string, fingerprint: string): boolean {
   const at = recorded.indexOf('/');
   const other = fingerprint.indexOf('/');

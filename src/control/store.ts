@@ -1,9 +1,9 @@
 import type { DatabaseState, DeletionState } from '../contract/databases.js';
 import type { CatalogStore } from '../engine/tables/catalog.js';
+import type { WriteLedger } from '../engine/writes/service.js';
 import { Unavailable } from '../errors.js';
 import type { Binding } from '../storage/binding.js';
 import type { ControlEvents } from './events.js';
-import type { IdempotencyBegin, IdempotencyScope } from './idempotency.js';
 
 export interface Account {
   id: string;
@@ -68,7 +68,7 @@ export interface LeaseResult {
  * The control store: accounts, keys, databases and (from the tables issue on) each database's catalog.
  * Async throughout so that the embedded SQLite store and a PostgreSQL store are interchangeable.
  */
-export interface ControlStore extends CatalogStore {
+export interface ControlStore extends CatalogStore, WriteLedger {
   /** What other nodes changed (and, for the embedded store, this process). */
   readonly events: ControlEvents;
   /** Throws when the store cannot answer; `/readyz` uses it. */
@@ -146,27 +146,4 @@ export interface ControlStore extends CatalogStore {
    */
   renewLease(tableId: string, holder: string, forMs: number): Promise<boolean>;
   releaseLease(tableId: string, holder: string): Promise<void>;
-
-  /**
-   * Starts a request carrying an idempotency key, atomically across nodes: a new (or expired) key is taken by
-   * `holder` for `runForMs` and kept `keepForMs`; otherwise the key's record decides (`IdempotencyBegin`).
-   */
-  beginIdempotent(
-    scope: IdempotencyScope,
-    fingerprint: string,
-    holder: string,
-    runForMs: number,
-    keepForMs: number,
-  ): Promise<IdempotencyBegin>;
-  /** Extends the running request's hold while its write runs. */
-  renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void>;
-  /**
-   * Records what the write is about to commit; false when `holder` no longer holds the key. It lasts a power cut
-   * once `durable` has resolved, which the write awaits before its commit (`BeforeCommit`).
-   */
-  recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean>;
-  /** Records the answer; later requests with the key get it. */
-  finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void>;
-  /** Forgets a key whose request failed before writing, so that it may be sent again. */
-  dropIdempotent(scope: IdempotencyScope, holder: string): Promise<void>;
 }

@@ -6,33 +6,50 @@ import type { RowCounts, StoredRows, WriteAnswer, WriteCommand, WriteOptions, Wr
 import type { BeforeCommit, WriteIntent } from './intent.js';
 
 /** One idempotency key: an account's, for one database (docs/api.md, Idempotent writes). */
-export interface KeyScope {
+export interface IdempotencyScope {
   accountId: string;
   databaseId: string;
   key: string;
 }
 
-/** What the control store decides, atomically across nodes, for a request carrying a key. */
-export type KeyClaim =
+/** What a request carrying a key should do, decided by the control store atomically across nodes. */
+export type IdempotencyBegin =
+  /** The first request with the key (or the first since it expired): run the write. */
   | { kind: 'started' }
+  /** The key was used for a different request. */
   | { kind: 'mismatch' }
+  /** The first request is still running. */
   | { kind: 'running' }
+  /** The first request finished: answer what it answered. */
   | { kind: 'done'; response: string }
+  /** The first request's node stopped before it finished: find out whether its write landed. */
   | { kind: 'resumed'; intent: string | null };
 
 /** What the write path needs of the control store to keep idempotency keys (the store implements it). */
 export interface WriteLedger {
+  /**
+   * Starts a request carrying an idempotency key, atomically across nodes: a new (or expired) key is taken by
+   * `holder` for `runForMs` and kept `keepForMs`; otherwise the key's record decides (`IdempotencyBegin`).
+   */
   beginIdempotent(
-    scope: KeyScope,
+    scope: IdempotencyScope,
     fingerprint: string,
     holder: string,
     runForMs: number,
-    ttlMs: number,
-  ): Promise<KeyClaim>;
-  renewIdempotent(scope: KeyScope, holder: string, runForMs: number): Promise<void>;
-  recordIntent(scope: KeyScope, holder: string, intent: string): Promise<boolean>;
-  finishIdempotent(scope: KeyScope, holder: string, response: string): Promise<void>;
-  dropIdempotent(scope: KeyScope, holder: string): Promise<void>;
+    keepForMs: number,
+  ): Promise<IdempotencyBegin>;
+  /** Extends the running request's hold while its write runs. */
+  renewIdempotent(scope: IdempotencyScope, holder: string, runForMs: number): Promise<void>;
+  /**
+   * Records what the write is about to commit; false when `holder` no longer holds the key. It lasts a power cut
+   * once `durable` has resolved, which the write awaits before its commit (`BeforeCommit`).
+   */
+  recordIntent(scope: IdempotencyScope, holder: string, intent: string): Promise<boolean>;
+  /** Records the answer; later requests with the key get it. */
+  finishIdempotent(scope: IdempotencyScope, holder: string, response: string): Promise<void>;
+  /** Forgets a key whose request failed before writing, so that it may be sent again. */
+  dropIdempotent(scope: IdempotencyScope, holder: string): Promise<void>;
+  /** Makes every change committed so far last a power cut. */
   durable(): Promise<void>;
 }
 
@@ -125,7 +142,7 @@ export class WritePath {
     if (options.key === undefined) return this.fresh((await target.run(undefined)) as Written);
     const { ledger } = this;
     const { nodeId, holdMs } = this.settings;
-    const scope: KeyScope = { ...options.key, databaseId };
+    const scope: IdempotencyScope = { ...options.key, databaseId };
     let stage = 'unclaimed' as 'unclaimed' | 'claimed' | 'intended';
     let intended: WriteIntent | undefined;
     let earlier: WriteAnswer | undefined;
@@ -199,7 +216,11 @@ export class WritePath {
    * request's answer to repeat. A request whose node died holding the key is found out from its intent: answered
    * if its write committed, run again (under this node's hold) if not.
    */
-  private async claim(scope: KeyScope, fingerprint: string, target: WriteTarget): Promise<WriteAnswer | undefined> {
+  private async claim(
+    scope: IdempotencyScope,
+    fingerprint: string,
+    target: WriteTarget,
+  ): Promise<WriteAnswer | undefined> {
     const { nodeId, holdMs, ttlMs } = this.settings;
     const begun = await this.ledger.beginIdempotent(scope, fingerprint, nodeId, holdMs, ttlMs);
     switch (begun.kind) {
@@ -232,7 +253,7 @@ export class WritePath {
    * is let go like one that failed earlier, rather than kept unresolved until a retry that may never come. If the
    * history cannot be read, the key's hold lapses at once and a retry looks for the write itself.
    */
-  private async settleFailed(scope: KeyScope, target: WriteTarget, intent: WriteIntent): Promise<void> {
+  private async settleFailed(scope: IdempotencyScope, target: WriteTarget, intent: WriteIntent): Promise<void> {
     const { ledger } = this;
     const { nodeId } = this.settings;
     try {
