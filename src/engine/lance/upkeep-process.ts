@@ -15,7 +15,7 @@ export type UpkeepJob =
     }
   | { kind: 'optimize'; cleanupOlderThan: Date };
 
-/** A job as sent to the upkeep process (`upkeep-child.js`). */
+/** A job as sent to the upkeep process (`upkeep-child.ts`). */
 export interface UpkeepRequest {
   id: number;
   uri: string;
@@ -39,7 +39,18 @@ export const UPKEEP_NICENESS = 10;
  */
 const UPKEEP_IDLE_MS = 60_000;
 
-const CHILD = fileURLToPath(new URL('./upkeep-child.js', import.meta.url));
+/**
+ * The upkeep process's module. Beside this one when built; when this module runs from the TypeScript sources (the
+ * tests), the build of them, which the tests' global setup makes first.
+ */
+function childPath(): string {
+  const here = fileURLToPath(import.meta.url);
+  if (!here.endsWith('.ts')) return fileURLToPath(new URL('./upkeep-child.js', import.meta.url));
+  const at = here.lastIndexOf('/src/');
+  return `${here.slice(0, at)}/dist/${here.slice(at + 5).replace(/upkeep-process\.ts$/, 'upkeep-child.js')}`;
+}
+
+const CHILD = childPath();
 
 interface Pending {
   resolve(): void;
@@ -116,7 +127,7 @@ export class UpkeepProcess {
 
   private started(): { child: ChildProcess; pending: Map<number, Pending> } {
     if (this.current !== undefined) return this.current;
-    // Not the parent's flags (a test runner's loaders): the child is plain JavaScript.
+    // Not the parent's flags (a test runner's loaders): the child is the build's JavaScript.
     const child = fork(CHILD, [], { execArgv: [], serialization: 'advanced', stdio: 'inherit' });
     const pending = new Map<number, Pending>();
     this.current = { child, pending };

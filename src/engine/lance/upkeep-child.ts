@@ -1,42 +1,34 @@
-// @ts-check
 /**
  * The process upkeep's heavy Lance work runs in (`upkeep-process.ts` starts it at a lower CPU priority): training
- * ANN indexes and `optimize()`. Plain JavaScript so that Node runs it as it is, from the sources under test and
- * from `dist/` alike; it needs nothing but Lance. Each request names its dataset and is answered when its commit
- * is done; requests run side by side.
+ * ANN indexes and `optimize()`. It runs from the build (`dist/`), as the JSON thread does; it needs nothing but
+ * Lance. Each request names its dataset and is answered when its commit is done; requests run side by side.
  */
-import { connect, Index } from '@lancedb/lancedb';
-
-/**
- * @typedef {import('./upkeep-process.js').UpkeepRequest} UpkeepRequest
- * @typedef {import('./upkeep-process.js').UpkeepReply} UpkeepReply
- */
+import { connect, Index, type Table } from '@lancedb/lancedb';
+import type { UpkeepReply, UpkeepRequest } from './upkeep-process.js';
 
 /**
  * Each dataset stays open between jobs (by location and table) for as long as this process lives (its parent ends
  * it once idle): a fold or compaction remaps the table's indexes, and Lance reads them from its cache rather than
  * from storage again. `readConsistencyInterval: 0` makes every job start from the latest commit, whichever
  * process made it.
- * @typedef {{ options: string, table: Promise<import('@lancedb/lancedb').Table>, jobs: number }} OpenDataset
- * @type {Map<string, OpenDataset>}
  */
-const open = new Map();
+interface OpenDataset {
+  options: string;
+  table: Promise<Table>;
+  jobs: number;
+}
+const open = new Map<string, OpenDataset>();
 
 /** Datasets kept open at most; the one least recently worked on, with no job running, is closed first. */
 const MAX_OPEN = 16;
 
-/** @param {Promise<import('@lancedb/lancedb').Table>} table */
-const closeLater = (table) =>
+const closeLater = (table: Promise<Table>) =>
   table.then(
     (t) => t.close(),
     () => undefined,
   );
 
-/**
- * @param {UpkeepRequest} request
- * @returns {OpenDataset}
- */
-function dataset(request) {
+function dataset(request: UpkeepRequest): OpenDataset {
   const key = `${request.uri}\0${request.table}`;
   const options = JSON.stringify(request.storageOptions);
   let entry = open.get(key);
@@ -47,8 +39,7 @@ function dataset(request) {
     const table = connect(request.uri, { storageOptions: request.storageOptions, readConsistencyInterval: 0 }).then(
       (connection) => connection.openTable(request.table),
     );
-    /** @type {OpenDataset} */
-    const created = { options, table, jobs: 0 };
+    const created: OpenDataset = { options, table, jobs: 0 };
     table.catch(() => open.get(key) === created && open.delete(key));
     entry = created;
   }
@@ -62,8 +53,7 @@ function dataset(request) {
   return entry;
 }
 
-/** @param {UpkeepRequest} request */
-async function perform(request) {
+async function perform(request: UpkeepRequest): Promise<void> {
   const entry = dataset(request);
   entry.jobs++;
   try {
@@ -84,17 +74,15 @@ async function perform(request) {
   }
 }
 
-/** @param {UpkeepReply} reply */
-const answer = (reply) => {
+const answer = (reply: UpkeepReply) => {
   // The parent may be gone; its requests then die with this process.
   if (process.connected) process.send?.(reply);
 };
 
-process.on('message', (/** @type {UpkeepRequest} */ request) => {
+process.on('message', (request: UpkeepRequest) => {
   perform(request).then(
     () => answer({ id: request.id, ok: true }),
-    (/** @type {unknown} */ err) =>
-      answer({ id: request.id, ok: false, message: err instanceof Error ? err.message : String(err) }),
+    (err: unknown) => answer({ id: request.id, ok: false, message: err instanceof Error ? err.message : String(err) }),
   );
 });
 
