@@ -1,8 +1,9 @@
 import { Operator } from '@lancedb/lancedb';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import type { TableIndexes } from '../src/engine/indexes/registry.js';
 import { planHybrid } from '../src/engine/search/plan.js';
-import { schemaFromFields, type TableIndexes } from '../src/engine/tables/schema.js';
+import { schemaFromFields } from '../src/engine/tables/schema.js';
 import { BadRequest } from '../src/errors.js';
 
 const table = {

@@ -1,4 +1,4 @@
-import type { Analyzer, Metric, VectorIndex } from '../tables/schema.js';
+import type { Analyzer, Metric, VectorIndex } from '../indexes/registry.js';
 import { Index, type IndexConfig, type LanceTable } from './lance.js';
 import type { UpkeepJob } from './upkeep-process.js';
 

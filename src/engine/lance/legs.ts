@@ -1,6 +1,6 @@
 import type { Table } from 'apache-arrow';
+import type { Metric } from '../indexes/registry.js';
 import type { Hits, RowId, TextLeg, VectorLeg } from '../rows/source.js';
-import type { Metric } from '../tables/schema.js';
 import { LANCE_METRIC } from './indexes.js';
 import { type LanceTable, MatchQuery, Operator, PREDICATE_READ, READ_OPTIONS, readAll } from './lance.js';
 import { rowIdsOf } from './row-keys.js';

@@ -2,6 +2,7 @@ import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import type { DurableFolder } from '../../storage/durable.js';
 import type { LanceLocation } from '../../storage/lance.js';
+import type { TableIndexes, VectorIndex } from '../indexes/registry.js';
 import {
   CommitConflict,
   type History,
@@ -18,7 +19,7 @@ import {
   type VectorLeg,
   type VersionInfo,
 } from '../rows/source.js';
-import { ROW_KEY, type TableIndexes, type VectorIndex } from '../tables/schema.js';
+import { ROW_KEY } from '../tables/schema.js';
 import { annColumns, annIndex, isAnn, warmIndexes } from './indexes.js';
 import {
   ALL_ROWS,

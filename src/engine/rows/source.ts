@@ -1,5 +1,5 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
-import type { Metric, TableIndexes, VectorIndex } from '../tables/schema.js';
+import type { Metric, TableIndexes, VectorIndex } from '../indexes/registry.js';
 
 // The row-source port: what search, writes, intents, upkeep, tables and SQL need of a table's stored rows.
 // Lance is one implementation (engine/lance/); a tier of fresh rows searched beside the indexes is meant to be

@@ -2,11 +2,11 @@ import type { DataType, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { BadRequest } from '../../errors.js';
+import { ftsColumn } from '../indexes/fts.js';
 import { ROW_KEY, spellingOf } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import {
   type ExactRequest,
-  ftsColumn,
   hasTokens,
   type MatchRequest,
   operatorOf,

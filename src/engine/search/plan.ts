@@ -1,10 +1,13 @@
 import type { Field } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
+import { ftsColumn } from '../indexes/fts.js';
+import type { Metric } from '../indexes/registry.js';
+import { vectorIndexOf } from '../indexes/vector.js';
 import { checkPredicate } from '../predicate/predicate.js';
 import type { TextOperator } from '../rows/source.js';
-import { type Metric, vectorWidth } from '../tables/schema.js';
+import { vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
-import { ftsColumn, type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
+import { type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
 
 const MAX_WINDOW = 10_000;
 
@@ -80,10 +83,7 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
   if (req.vector_query !== undefined) {
     const name = req.vector_field;
     if (name === undefined) throw new BadRequest('vector_field is required with vector_query');
-    const declared = table.indexes.vector.find((v) => v.column === name);
-    const field = table.schema.fields.find((f) => f.name === name);
-    if (field === undefined) throw new BadRequest(`vector_field: no column named "${name}"`);
-    if (declared === undefined) throw new BadRequest(`vector_field: column "${name}" has no vector index`);
+    const { declared, field } = vectorIndexOf(table, name);
     const dim = vectorWidth(field.type) ?? declared.dim;
     if (req.vector_query.length !== dim) {
       throw new BadRequest(`vector_query has ${req.vector_query.length} numbers; column "${name}" has dim ${dim}`);

@@ -43,16 +43,3 @@ export function projectionOf(table: Pick<TableHandle, 'schema'>, projection: rea
     return field;
   });
 }
-
-export function ftsColumn(
-  table: Pick<TableHandle, 'schema' | 'indexes'>,
-  field: string | undefined,
-  what: string,
-): string {
-  if (field === undefined) throw new BadRequest(`${what} is required`);
-  if (!table.schema.fields.some((f) => f.name === field)) throw new BadRequest(`${what}: no column named "${field}"`);
-  if (!table.indexes.fts.some((f) => f.column === field)) {
-    throw new BadRequest(`${what}: column "${field}" has no full-text index`);
-  }
-  return field;
-}

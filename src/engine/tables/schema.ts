@@ -4,14 +4,12 @@ import { arrow } from '../../arrow/arrow.js';
 import { BASE64 } from '../../arrow/from-json.js';
 import { schemaOnlyStream, streamHasBatches } from '../../arrow/ipc.js';
 import { checkIpcStream, maxRowsFor } from '../../arrow/ipc-check.js';
-import type { Indexes, SchemaField } from '../../contract/tables.js';
+import type { SchemaField } from '../../contract/tables.js';
 import { BadRequest } from '../../errors.js';
+import type { ColumnIndex } from '../indexes/registry.js';
 
 /** One column of a JSON `schema` (docs/api.md). */
 export type SchemaFieldInput = Static<typeof SchemaField>;
-
-/** An index on one column, as `/v1/schema` shows it beside the column. */
-export type ColumnIndex = { kind: 'fts'; analyzer: Analyzer } | { kind: 'vector'; metric: Metric };
 
 /** The JSON form of a column in responses. */
 export interface ColumnDescriptor {
@@ -23,28 +21,6 @@ export interface ColumnDescriptor {
   /** The column's declared indexes; present only where it has some. */
   indexes?: ColumnIndex[];
 }
-
-export type Analyzer = 'ascii_lower' | 'standard';
-export type Metric = 'cosine' | 'l2sq' | 'negdot';
-
-export interface FtsIndex {
-  column: string;
-  analyzer: Analyzer;
-}
-
-export interface VectorIndex {
-  column: string;
-  metric: Metric;
-  dim: number;
-}
-
-export interface TableIndexes {
-  fts: FtsIndex[];
-  vector: VectorIndex[];
-}
-
-/** Index declarations as a create_table body gives them (the contract's type). */
-export type IndexesInput = Static<typeof Indexes>;
 
 /** The service's own column: a unique i64 per row, assigned on write, never shown (docs/architecture.md). */
 export const ROW_KEY = '_rowkey';
@@ -121,11 +97,11 @@ export function vectorWidth(type: DataType): number | undefined {
   return list.children[0]?.type.typeId === Type.Float ? list.listSize : undefined;
 }
 
-function isTextType(type: DataType): boolean {
+export function isTextType(type: DataType): boolean {
   return type.typeId === Type.Utf8 || type.typeId === Type.LargeUtf8;
 }
 
-function describeField(field: Field): ColumnDescriptor {
+export function describeField(field: Field): ColumnDescriptor {
   const base = { name: field.name, nullable: field.nullable };
   const type = field.type as DataType;
   if (type.typeId === Type.FixedSizeList) {
@@ -143,21 +119,6 @@ function describeField(field: Field): ColumnDescriptor {
 
 export function describeSchema(schema: Schema): ColumnDescriptor[] {
   return userFields(schema).map(describeField);
-}
-
-/** The columns with each one's declared indexes beside it (docs/api.md, `/v1/schema`). */
-export function describeIndexedSchema(schema: Schema, indexes: TableIndexes): ColumnDescriptor[] {
-  return describeSchema(schema).map((column) => {
-    const declared: ColumnIndex[] = [
-      ...indexes.fts
-        .filter((i) => i.column === column.name)
-        .map((i) => ({ kind: 'fts' as const, analyzer: i.analyzer })),
-      ...indexes.vector
-        .filter((i) => i.column === column.name)
-        .map((i) => ({ kind: 'vector' as const, metric: i.metric })),
-    ];
-    return declared.length === 0 ? column : { ...column, indexes: declared };
-  });
 }
 
 /** The columns a user sees: everything but the service's own. */
@@ -302,59 +263,4 @@ export function schemaToIpc(schema: Schema): string {
 /** The stored schema: the user's columns, then the row key. */
 export function storedSchema(schema: Schema): Schema {
   return new arrow.Schema([...userFields(schema), new arrow.Field(ROW_KEY, new arrow.Int64(), false)]);
-}
-
-const ANALYZERS: readonly Analyzer[] = ['ascii_lower', 'standard'];
-const METRICS: Readonly<Record<string, Metric>> = {
-  cosine: 'cosine',
-  l2sq: 'l2sq',
-  l2: 'l2sq',
-  negdot: 'negdot',
-  dot: 'negdot',
-};
-
-/** Index declarations → canonical form, checked against the schema (docs/api.md). */
-export function resolveIndexes(schema: Schema, input: IndexesInput | null | undefined): TableIndexes {
-  const byName = new Map(schema.fields.map((f) => [f.name, f] as const));
-  const fts: FtsIndex[] = [];
-  (input?.fts ?? []).forEach((entry, i) => {
-    const where = `indexes.fts[${i}]`;
-    const column = typeof entry === 'string' ? entry : entry.column;
-    const analyzer = typeof entry === 'string' ? 'ascii_lower' : (entry.analyzer ?? 'ascii_lower');
-    const field = byName.get(column);
-    if (field === undefined) throw new BadRequest(`${where}: column "${column}" is not in the schema`);
-    if (!isTextType(field.type)) {
-      throw new BadRequest(
-        `${where}: column "${column}" is ${describeField(field).type}; full-text indexes need utf8 or large_utf8`,
-      );
-    }
-    if (!(ANALYZERS as readonly string[]).includes(analyzer)) {
-      throw new BadRequest(`${where}.analyzer "${analyzer}" is not one of ${ANALYZERS.join(', ')}`);
-    }
-    if (fts.some((f) => f.column === column))
-      throw new BadRequest(`${where}: column "${column}" already has a full-text index`);
-    fts.push({ column, analyzer: analyzer as Analyzer });
-  });
-  const vector: VectorIndex[] = [];
-  (input?.vector ?? []).forEach((entry, i) => {
-    const where = `indexes.vector[${i}]`;
-    const field = byName.get(entry.column);
-    if (field === undefined) throw new BadRequest(`${where}: column "${entry.column}" is not in the schema`);
-    const width = vectorWidth(field.type);
-    if (width === undefined) {
-      throw new BadRequest(`${where}: column "${entry.column}" is ${describeField(field).type}, not a vector column`);
-    }
-    const metric = METRICS[entry.metric.toLowerCase()];
-    if (metric === undefined) {
-      throw new BadRequest(`${where}.metric "${entry.metric}" is not one of cosine, l2sq (l2), negdot (dot)`);
-    }
-    if (entry.dim !== undefined && entry.dim !== null && entry.dim !== width) {
-      throw new BadRequest(`${where}.dim ${entry.dim} does not match column "${entry.column}" of dim ${width}`);
-    }
-    if (vector.some((v) => v.column === entry.column)) {
-      throw new BadRequest(`${where}: column "${entry.column}" already has a vector index`);
-    }
-    vector.push({ column: entry.column, metric, dim: width });
-  });
-  return { fts, vector };
 }

@@ -3,19 +3,11 @@ import type { Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
+import { describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
-import {
-  type ColumnDescriptor,
-  describeIndexedSchema,
-  resolveIndexes,
-  schemaFromFields,
-  schemaFromIpc,
-  schemaToIpc,
-  storedSchema,
-  type TableIndexes,
-} from './schema.js';
+import { type ColumnDescriptor, schemaFromFields, schemaFromIpc, schemaToIpc, storedSchema } from './schema.js';
 import { Serial } from './serial.js';
 
 /** A create_table body (the contract's type). */

@@ -1,6 +1,7 @@
+import type { VectorIndex } from '../indexes/registry.js';
 import type { EngineLog } from '../log.js';
 import { CommitConflict, type IndexInfo, UpkeepProcessGone } from '../rows/source.js';
-import { ROW_KEY, type VectorIndex } from '../tables/schema.js';
+import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle, Tables } from '../tables/tables.js';
 
 export interface UpkeepOptions {
