@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { DestinationStream } from 'pino';
 import type { Config } from './config.js';
-import { Databases, DRAIN_MS } from './control/databases.js';
-import { type ControlStore, isBeingDeleted } from './control/store.js';
+import { Databases } from './control/databases.js';
+import { DatabaseLifecycle } from './control/lifecycle.js';
+import type { ControlStore } from './control/store.js';
 import { WorkerPool } from './engine/workers/pool.js';
 import { WritePath } from './engine/writes/service.js';
 import { buildApp } from './http/app.js';
@@ -81,14 +82,15 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
     capacity: config.maxActiveDatabases,
     accountSharePercent: config.limits.workerSharePercent,
     idleMs: config.workerIdleMs,
-    onPlaced: async (ref) => store.markActive(ref.id),
+    onPlaced: (ref): Promise<void> => lifecycle.placed(ref.id),
     onError: (err, ref) => log.error({ err, database: ref.id }, 'worker placement failed'),
   });
-  const databases = new Databases(store, storage, workers, config.limits.databasesPerAccount);
+  const lifecycle: DatabaseLifecycle = new DatabaseLifecycle(store, workers, log);
+  const databases = new Databases(store, storage, lifecycle, config.limits.databasesPerAccount);
 
   workers.start();
   log.info({ node: nodeId }, 'node started: its upkeep leases are held under this id');
-  const stopFollowing = followOtherNodes(store, workers, log);
+  const stopFollowing = lifecycle.follow(store.events);
   return {
     config,
     store,
@@ -104,34 +106,6 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       await store.close();
     },
   };
-}
-
-/**
- * Another node deleted a database, or its verification failed there: this node lets its worker go at once. A
- * deletion begun on any node: this node admits no more calls on the database, lets those under way finish (the
- * purge waits for them), then lets its worker go, and never serves it again, whatever the deletion's end. After a
- * lost notice (the listener reconnected), every placed worker is checked against the store.
- */
-function followOtherNodes(store: ControlStore, workers: WorkerPool, log: FastifyBaseLogger): () => void {
-  const letGo = (id: string) =>
-    workers.release(id).catch((err: unknown) => log.error({ err, database: id }, 'letting a worker go failed'));
-  const retire = (id: string) =>
-    workers.retire(id, DRAIN_MS).then(
-      (end) => end(true),
-      (err: unknown) => log.error({ err, database: id }, 'retiring a worker failed'),
-    );
-  return store.events.on((event) => {
-    if (event.kind === 'database_gone') void letGo(event.databaseId);
-    else if (event.kind === 'database_deleting') void retire(event.databaseId);
-    else if (event.kind === 'resync')
-      for (const id of workers.placedIds()) {
-        // A deletion begun while the notice was lost is retired here as if heard.
-        store.databaseState(id).then(
-          (state) => (state === undefined ? letGo(id) : isBeingDeleted(state) ? retire(id) : undefined),
-          () => undefined,
-        );
-      }
-  });
 }
 
 export interface ServiceOptions {

@@ -1,31 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Static } from 'typebox';
-import type {
-  DatabaseState,
-  DatabaseSummary as DatabaseSummaryBody,
-  RegisterDatabaseBody,
-} from '../contract/databases.js';
+import type { DatabaseSummary as DatabaseSummaryBody, RegisterDatabaseBody } from '../contract/databases.js';
 import { Conflict, NotFound, Unavailable, Unprocessable } from '../errors.js';
 import { bindingFrom } from '../storage/binding.js';
 import { TABLES_PREFIX } from '../storage/lance.js';
 import type { ObjectStore } from '../storage/objects.js';
 import { openObjects, type StorageEnv } from '../storage/open.js';
 import { type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
+import { type DatabaseLifecycle, DRAIN_MS, type ListedDatabase } from './lifecycle.js';
 import { type ControlStore, type DatabaseRecord, isBeingDeleted } from './store.js';
 
 /** The folder of a dataset the database created, relative to the binding prefix: all that purge deletes. */
 const datasetPrefix = (tableId: string): string => `${TABLES_PREFIX}/${tableId}.lance/`;
-
-/** What the databases service asks of whoever runs the workers. */
-export interface WorkerPlacement {
-  activate(db: DatabaseRecord): void;
-  release(id: string): Promise<void>;
-  /** Takes the database out of service before it is deleted; `end` says whether it was. */
-  retire(id: string, drainMs: number): Promise<(deleted: boolean) => void>;
-}
-
-/** How long calls on a database being deleted get to finish before its worker closes under them. */
-export const DRAIN_MS = 10_000;
 
 /**
  * What a purge waits, from recording the deletion, before it deletes objects when other nodes share the store:
@@ -44,9 +30,6 @@ const UPKEEP_WAIT_MS = 120_000;
 
 /** Tries at deleting a dataset's objects before the purge gives up (and the next DELETE resumes it). */
 const PURGE_TRIES = 3;
-
-/** A database as the API shows it: never one whose deletion began. */
-export type ListedDatabase = DatabaseRecord & { state: DatabaseState };
 
 const listed = (db: DatabaseRecord): db is ListedDatabase => !isBeingDeleted(db.state);
 
@@ -73,7 +56,7 @@ export class Databases {
   constructor(
     private readonly store: ControlStore,
     private readonly storage: StorageEnv,
-    private readonly workers: WorkerPlacement,
+    private readonly lifecycle: DatabaseLifecycle,
     private readonly maxPerAccount: number,
   ) {}
 
@@ -97,7 +80,7 @@ export class Databases {
       binding,
       lastError: null,
     };
-    await this.store.insertDatabase(db, this.maxPerAccount);
+    await this.lifecycle.registered(db, this.maxPerAccount);
     return { db, externalId };
   }
 
@@ -136,8 +119,7 @@ export class Databases {
       });
       if (!outcome.ok) {
         const error = `storage verification failed at ${outcome.step}: ${outcome.code}: ${outcome.message}`;
-        await this.store.setDatabaseState(db.id, 'verify_failed', error);
-        await this.workers.release(db.id);
+        await this.lifecycle.verificationFailed(db, error);
         throw new Unprocessable(error, {
           code: 'verification_failed',
           details: {
@@ -149,12 +131,7 @@ export class Databases {
           },
         });
       }
-      // A database that already runs keeps its worker; any other one waits for placement.
-      const state = db.state === 'active' ? 'active' : 'activating';
-      await this.store.setDatabaseState(db.id, state, null);
-      const verified = { ...db, state, lastError: null } satisfies ListedDatabase;
-      if (state === 'activating') this.workers.activate(verified);
-      return { db: verified, checks: outcome.checks };
+      return { db: await this.lifecycle.verified(db), checks: outcome.checks };
     } finally {
       await this.store.releaseVerification(db.id).catch(() => undefined);
     }
@@ -172,11 +149,11 @@ export class Databases {
     // refuses the purge with the database as it was, still serving, rather than leave it refused.
     const objects = purge || db.state === 'purging' ? await this.reachable(db) : undefined;
     const marked = Date.now();
-    const state = await this.store.markDeleting(db.id, purge);
-    if (state === undefined) throw new NotFound(`database "${name}"`, { code: 'unknown_database' });
-    const purging = state === 'purging';
+    const begun = await this.lifecycle.deletionBegun(db, purge);
+    if (begun === undefined) throw new NotFound(`database "${name}"`, { code: 'unknown_database' });
+    const purging = begun.state === 'purging';
     const settled = purging && this.store.shared ? pause(marked + SETTLE_MS - Date.now()) : Promise.resolve();
-    const [end] = await Promise.all([this.workers.retire(db.id, DRAIN_MS), settled]);
+    const [end] = await Promise.all([begun.end, settled]);
     let deleted = false;
     try {
       if (purging) {
@@ -189,7 +166,7 @@ export class Databases {
         }
         await this.purge(db, objects ?? (await this.objects(db)));
       }
-      await this.store.deleteDatabase(db.id);
+      await this.lifecycle.deleted(db);
       deleted = true;
     } finally {
       end(deleted);

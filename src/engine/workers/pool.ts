@@ -36,6 +36,8 @@ export class WorkerPool {
   private sweeper: NodeJS.Timeout | undefined;
   /** Databases being deleted (or just deleted) here, by id: no lease is given on them. */
   private readonly retiring = new Set<string>();
+  /** The drain of each database being retired: a second retirement (its own deletion's notice) waits for it. */
+  private readonly draining = new Map<string, Promise<void>>();
   /** Where every worker's upkeep runs its heavy work: one process for the node, started on first use. */
   readonly upkeepProcess = new UpkeepProcess();
   /** Where large JSON is parsed and made: one thread for the node, started on first use. */
@@ -120,15 +122,25 @@ export class WorkerPool {
    */
   async retire(id: string, drainMs: number): Promise<(deleted: boolean) => void> {
     this.retiring.add(id);
+    let drained = this.draining.get(id);
+    if (drained === undefined) {
+      drained = this.drain(id, drainMs).finally(() => this.draining.delete(id));
+      this.draining.set(id, drained);
+    }
+    await drained;
+    return (deleted) => {
+      if (!deleted) this.retiring.delete(id);
+      else setTimeout(() => this.retiring.delete(id), 60_000).unref();
+    };
+  }
+
+  /** Waits up to `drainMs` for the calls holding the database's worker, then closes it. */
+  private async drain(id: string, drainMs: number): Promise<void> {
     const worker = this.workers.get(id);
     for (const until = Date.now() + drainMs; worker?.busy === true && Date.now() < until; ) {
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     await this.release(id);
-    return (deleted) => {
-      if (!deleted) this.retiring.delete(id);
-      else setTimeout(() => this.retiring.delete(id), 60_000).unref();
-    };
   }
 
   /** Stops a database's worker (database deleted, or its binding no longer verifies). */
