@@ -24,6 +24,7 @@ const UNIT = [
   'sql-memory-accounting',
   'ssrf',
   'table-changes',
+  'write-intent',
 ].map(file);
 
 /**

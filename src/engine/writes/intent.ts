@@ -14,7 +14,7 @@ import { rowKeysOf } from './rows.js';
  */
 export type WriteIntent =
   | { kind: 'append'; tableId: string; firstKey: string; count: number; fromVersion?: number }
-  | { kind: 'replace'; tableId: string; keys: string[]; fromVersion?: number }
+  | { kind: 'update'; tableId: string; keys: string[]; fromVersion?: number }
   | { kind: 'delete'; tableId: string; keys: string[]; predicate?: string; fromVersion?: number };
 
 /**
@@ -23,17 +23,16 @@ export type WriteIntent =
  */
 export type BeforeCommit = (intent: WriteIntent) => Promise<void>;
 
-/** What a caller is told on the way through a write, and may stop it at by throwing. */
-export interface WriteHooks {
-  /**
-   * The body is read and checked, and nothing is written yet: the write goes to the table with this id, with
-   * these rows (none for a delete).
-   */
-  beforeWrite(tableId: string, rows?: readonly RecordBatch[]): Promise<void>;
-  beforeCommit: BeforeCommit;
+/**
+ * An intent as the control store keeps it (JSON), read back. Builds before the write command had one name per
+ * operation recorded an update's intent as `replace`: a key they left unresolved is still found.
+ */
+export function intentFromJson(text: string): WriteIntent {
+  const intent = JSON.parse(text) as WriteIntent | { kind: 'replace'; tableId: string; keys: string[] };
+  return intent.kind === 'replace' ? { ...intent, kind: 'update' } : intent;
 }
 
-/** A write found in the table's history: the version it is placed at, and (replace, delete) its counts. */
+/** A write found in the table's history: the version it is placed at, and (update, delete) its counts. */
 export interface Found {
   version: number;
   counts?: { matched: number; n_tombstoned: number; n_not_found: number };
@@ -73,7 +72,7 @@ function rowsByKey(rows: InstanceType<typeof arrow.Table>, keys: BigInt64Array, 
  * write can be placed right after that version: the retry's answer stays true of the table's history).
  *
  * - append: its first row key is there. Keys are never reused, so only this write's commit ever holds it.
- * - replace (a merge on row keys, which keeps them): every row of its keys still there equals the body's row
+ * - update (a merge on row keys, which keeps them): every row of its keys still there equals the body's row
  *   paired with that key. Its own commit passes; so does a version where the rows already held those values,
  *   where merging them again would change nothing.
  * - delete: none of its keys' rows still matches its predicate. Its own commit passes (a row it left was no

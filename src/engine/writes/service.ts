@@ -3,7 +3,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { rowsDigest } from '../../arrow/digest.js';
 import { Conflict, Unprocessable } from '../../errors.js';
 import type { RowCounts, StoredRows, WriteAnswer, WriteCommand, WriteOptions, WriteOutcome } from './command.js';
-import type { BeforeCommit, WriteIntent } from './intent.js';
+import { type BeforeCommit, intentFromJson, type WriteIntent } from './intent.js';
 
 /** One idempotency key: an account's, for one database (docs/api.md, Idempotent writes). */
 export interface IdempotencyScope {
@@ -238,7 +238,7 @@ export class WritePath {
         return JSON.parse(begun.response) as WriteAnswer;
       case 'resumed': {
         if (begun.intent === null) return undefined;
-        const recovered = await target.recover(JSON.parse(begun.intent) as WriteIntent);
+        const recovered = await target.recover(intentFromJson(begun.intent));
         if (recovered !== undefined) await this.ledger.finishIdempotent(scope, nodeId, JSON.stringify(kept(recovered)));
         return recovered;
       }

@@ -139,7 +139,7 @@ export async function replace(
     }
     if (beforeCommit !== undefined) {
       await beforeCommit({
-        kind: 'replace',
+        kind: 'update',
         tableId: table.record.tableId,
         keys: Array.from(keys, String),
         fromVersion,
