@@ -5,6 +5,7 @@ import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import { describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
 import { type ColumnDescriptor, schemaFromFields, schemaFromIpc, schemaToIpc, storedSchema } from './schema.js';
@@ -19,16 +20,34 @@ export interface TableDescription {
   indexes: TableIndexes;
 }
 
-/** An open table: its catalog entry, schemas, stored rows, and the queue its writes go through. */
-export interface TableHandle {
-  record: TableRecord;
-  /** The user's columns. */
-  schema: Schema;
-  indexes: TableIndexes;
-  rows: RowSource;
-  writes: Serial;
+/**
+ * An open table: its catalog entry, schemas, stored rows, the queue its writes go through, and what this worker
+ * keeps of it between requests. Closed by `dispose()`, which lets go of all of it.
+ */
+export class TableHandle {
+  readonly writes = new Serial();
   /** What each version this worker saw committed did to the rows (SQL reloads only what changed). */
-  changes: TableChanges;
+  readonly changes = new TableChanges();
+  /** What upkeep keeps of the table between its passes. */
+  readonly upkeep = new TableUpkeep();
+  private disposed = false;
+
+  constructor(
+    readonly record: TableRecord,
+    /** The user's columns. */
+    readonly schema: Schema,
+    readonly indexes: TableIndexes,
+    readonly rows: RowSource,
+    private readonly store: Pick<RowStore, 'release'>,
+  ) {}
+
+  /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.store.release(this.rows);
+    this.upkeep.clear();
+  }
 }
 
 /**
@@ -44,7 +63,8 @@ const ABANDONED_CREATION_MS = 30_000;
  */
 export class Tables {
   private changing = false;
-  private readonly handles = new Map<string, Promise<TableHandle>>();
+  /** Open tables by id, with the handle itself once it has opened (`opened`). */
+  private readonly handles = new Map<string, { pending: Promise<TableHandle>; open?: TableHandle }>();
 
   constructor(
     private readonly store: RowStore,
@@ -132,7 +152,7 @@ export class Tables {
     const record = await this.catalog.findTable(this.databaseId, name);
     if (record === undefined) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
     return this.exclusively(`dropping table "${name}"`, async () => {
-      const open = this.handles.get(record.tableId);
+      const open = this.handles.get(record.tableId)?.pending;
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
       // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
@@ -153,11 +173,10 @@ export class Tables {
   ): Promise<boolean> {
     const removed = await this.catalog.deleteTable(record.tableId);
     if (removed) leaving(record.tableId);
-    const open = this.handles.get(record.tableId);
+    const open = this.handles.get(record.tableId)?.pending;
     this.handles.delete(record.tableId);
     this.store.forget(record.tableId);
-    const handle = await open?.catch(() => undefined);
-    if (handle !== undefined) this.store.release(handle.rows);
+    (await open?.catch(() => undefined))?.dispose();
     if (purge && removed) await this.store.drop(record.tableId);
     return removed;
   }
@@ -207,36 +226,37 @@ export class Tables {
   }
 
   private open(record: TableRecord): Promise<TableHandle> {
-    let handle = this.handles.get(record.tableId);
-    if (handle === undefined) {
-      handle = (async () => {
+    let entry = this.handles.get(record.tableId);
+    if (entry === undefined) {
+      const pending = (async () => {
         const indexes = JSON.parse(record.indexes) as TableIndexes;
-        return {
-          record,
-          schema: schemaFromIpc(record.schemaIpc),
-          indexes,
-          rows: await this.store.open(record.tableId, indexes),
-          writes: new Serial(),
-          changes: new TableChanges(),
-        };
+        const rows = await this.store.open(record.tableId, indexes);
+        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store);
       })();
-      handle.catch(() => this.handles.delete(record.tableId));
-      this.handles.set(record.tableId, handle);
+      const opening: { pending: Promise<TableHandle>; open?: TableHandle } = { pending };
+      pending.then(
+        (handle) => (opening.open = handle),
+        () => this.handles.delete(record.tableId),
+      );
+      this.handles.set(record.tableId, opening);
+      entry = opening;
     }
-    return handle;
+    return entry.pending;
   }
 
-  /** The tables opened so far (upkeep looks after these). */
+  /** The tables opened so far, some perhaps still opening (upkeep looks after these). */
   openHandles(): Promise<TableHandle>[] {
-    return [...this.handles.values()];
+    return [...this.handles.values()].map((entry) => entry.pending);
+  }
+
+  /** The tables open now, those still opening left out. */
+  opened(): TableHandle[] {
+    return [...this.handles.values()].flatMap((entry) => entry.open ?? []);
   }
 
   async close(): Promise<void> {
     const all = [...this.handles.values()];
     this.handles.clear();
-    for (const pending of all) {
-      const handle = await pending.catch(() => undefined);
-      if (handle !== undefined) this.store.release(handle.rows);
-    }
+    for (const { pending } of all) (await pending.catch(() => undefined))?.dispose();
   }
 }

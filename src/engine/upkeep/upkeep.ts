@@ -95,33 +95,9 @@ export class Upkeep {
   private timer: NodeJS.Timeout | undefined;
   private pass: Promise<void> | undefined;
   private stopped = false;
-  /** Consecutive upkeep commits a table's writes preempted. */
-  private readonly preempted = new Map<string, number>();
-  /** The version of each table at which a pass last found every index caught up. */
-  private readonly settled = new Map<string, number>();
-  /**
-   * The version of each table a pass saw before it last optimized it (or first saw it). Deletes and replaces
-   * since then leave no index behind, so without this their rows would never be compacted nor versions pruned.
-   */
-  private readonly tidied = new Map<string, number>();
-  /** Rows each ANN index (by table and column) was last trained on, as far as this process knows. */
-  private readonly trainedRows = new Map<string, number>();
-  /** The version of each table the previous pass saw: the same version again means writes paused. */
-  private readonly seen = new Map<string, number>();
-  /**
-   * For each settled table, by the version it was worked out at: the time of its oldest kept version, and when the
-   * next prune is due.
-   */
-  private readonly pruneAt = new Map<string, { version: number; oldest: number; at: number }>();
-  /** When each ANN index (by table and column) whose build or retraining failed is due to be tried again. */
-  private readonly annRetryAt = new Map<string, number>();
-  /** Rows of each open table that a search index does not cover yet, as the last pass found them. */
-  private readonly behind = new Map<string, number>();
+  // What upkeep keeps of each table is the table's own (`TableHandle.upkeep`), and goes when it closes.
   /** Tables whose upkeep lease this node holds. */
   private readonly leased = new Set<string>();
-  /** Rows of each table the previous pass that saw it change counted, and passes in a row it deferred (`loading`). */
-  private readonly counted = new Map<string, number>();
-  private readonly deferred = new Map<string, number>();
   /**
    * Tables dropped while open here (through another node, or while a pass ran): a handle another node's drop left
    * open stays so until the worker goes, but gets no more upkeep (a purged one would fail every pass). Table ids
@@ -148,7 +124,7 @@ export class Upkeep {
    */
   unindexedRows(): number {
     let rows = 0;
-    for (const n of this.behind.values()) rows += n;
+    for (const table of this.tables.opened()) rows += table.upkeep.behind;
     return rows;
   }
 
@@ -170,16 +146,16 @@ export class Upkeep {
 
   /** One pass over every open table; exposed so tests and benchmarks can wait for a settled state. */
   async run(): Promise<void> {
-    const open = new Set<string>();
+    const open = new Map<string, TableHandle>();
     for (const handle of this.tables.openHandles()) {
       if (this.stopped) return;
       let id: string | undefined;
       try {
         const table = await handle;
         id = table.record.tableId;
-        open.add(id);
+        open.set(id, table);
         if (this.dropped.has(id)) continue;
-        await this.leasing(id, () => this.upkeep(table));
+        await this.leasing(table, () => this.upkeep(table));
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
         // Dropped while its pass ran (a purge removes the files the job reads): not a failure, and not retried.
@@ -194,8 +170,8 @@ export class Upkeep {
       this.leased.delete(id);
       await this.leases.release(id).catch(() => undefined);
     }
-    const known = new Set([...this.seen.keys(), ...this.behind.keys(), ...this.counted.keys()]);
-    for (const id of known) if (!open.has(id) || this.dropped.has(id)) this.forget(id);
+    // A closed table's bookkeeping went with it; a dropped one left open has no more upkeep to keep.
+    for (const [id, table] of open) if (this.dropped.has(id)) table.upkeep.clear();
   }
 
   /**
@@ -220,30 +196,12 @@ export class Upkeep {
     this.leased.delete(id);
   }
 
-  /** Lets go of what upkeep kept about a table it no longer looks after. */
-  private forget(id: string): void {
-    for (const known of [
-      this.preempted,
-      this.settled,
-      this.tidied,
-      this.seen,
-      this.pruneAt,
-      this.behind,
-      this.counted,
-      this.deferred,
-    ]) {
-      known.delete(id);
-    }
-    for (const keyed of [this.trainedRows, this.annRetryAt]) {
-      for (const key of keyed.keys()) if (key.startsWith(`${id}/`)) keyed.delete(key);
-    }
-  }
-
   /**
    * Runs a table's upkeep if this node holds its lease (taking it when free or lapsed), renewing the lease while
    * the work lasts. Another node's table is left alone, and its unindexed rows are that node's to report.
    */
-  private async leasing(id: string, work: () => Promise<void>): Promise<void> {
+  private async leasing(table: TableHandle, work: () => Promise<void>): Promise<void> {
+    const id = table.record.tableId;
     const lease = await this.leases.acquire(id);
     if (lease.dropped) {
       this.markDropped(id);
@@ -251,7 +209,7 @@ export class Upkeep {
     }
     if (!lease.held) {
       this.leased.delete(id);
-      this.behind.delete(id);
+      table.upkeep.behind = 0;
       return;
     }
     if (lease.tookOver) this.observer.tookOver();
@@ -278,16 +236,16 @@ export class Upkeep {
   private async upkeep(table: TableHandle): Promise<void> {
     // A table untouched since a pass found nothing to do is skipped: index stats are not free at 1M rows,
     // and a pass runs every few seconds beside the searches.
-    const id = table.record.tableId;
+    const kept = table.upkeep;
     const version = await table.rows.version();
-    const quiet = this.seen.get(id) === version;
-    this.seen.set(id, version);
-    if (this.settled.get(id) === version) {
+    const quiet = kept.seen === version;
+    kept.seen = version;
+    if (kept.settled === version) {
       await this.pruneIdle(table, version);
       return;
     }
     if (!quiet && (await this.loading(table))) return;
-    if (!this.tidied.has(id)) this.tidied.set(id, version);
+    kept.tidied ??= version;
     const indices = await table.rows.indexes();
     const indexed = new Set(indices.filter((i) => i.ann).flatMap((i) => i.columns));
     const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
@@ -298,7 +256,7 @@ export class Upkeep {
     if (needsAnn) {
       for (const vector of missing) {
         if (await this.trainAnn(table, vector, 'ann_build')) {
-          this.trainedRows.set(`${id}/${vector.column}`, rows);
+          kept.trainedRows.set(vector.column, rows);
           reindexed = true;
         }
       }
@@ -306,8 +264,8 @@ export class Upkeep {
       reindexed = await this.retrainOutgrown(table, indices);
     }
     const { searchBehind, keysBehind } = await this.behindOf(table);
-    this.behind.set(id, searchBehind);
-    const rewritten = table.changes.between(this.tidied.get(id) ?? version, version) === 'rewrite';
+    kept.behind = searchBehind;
+    const rewritten = table.changes.between(kept.tidied ?? version, version) === 'rewrite';
     // Search indexes are folded at once (fresh rows are searched by brute force until then); the row key's
     // waits until writes pause or enough small fragments pile up.
     const due =
@@ -320,13 +278,13 @@ export class Upkeep {
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) {
         // What the pass found behind is folded in; rows written meanwhile show on the next pass.
-        this.behind.set(id, 0);
-        this.tidied.set(id, version);
+        kept.behind = 0;
+        kept.tidied = version;
         await table.rows.compacted();
         reindexed = true;
       }
     } else if (!keysBehind && !needsAnn) {
-      this.settled.set(id, version);
+      kept.settled = version;
     }
     if (reindexed) {
       await table.rows.warm().catch((err: unknown) => {
@@ -356,21 +314,21 @@ export class Upkeep {
    * the previous pass ran may count twice).
    */
   private async loading(table: TableHandle): Promise<boolean> {
-    const id = table.record.tableId;
+    const kept = table.upkeep;
     const rows = await table.rows.count();
-    const before = this.counted.get(id);
-    this.counted.set(id, rows);
-    const deferred = this.deferred.get(id) ?? 0;
+    const before = kept.counted;
+    kept.counted = rows;
+    const deferred = kept.deferred;
     const grown = rows - (before ?? 0);
     if (grown < LOADING_MIN_ROWS || grown * 8 < (before ?? 0) || deferred >= MAX_DEFERRED_PASSES) {
-      this.deferred.delete(id);
+      kept.deferred = 0;
       return false;
     }
-    this.deferred.set(id, deferred + 1);
+    kept.deferred = deferred + 1;
     // First seen, nothing is known of its indexes: their statistics say what they miss.
     const searched = table.indexes.fts.length + table.indexes.vector.length > 0;
-    if (before === undefined) this.behind.set(id, (await this.behindOf(table)).searchBehind);
-    else if (searched) this.behind.set(id, (this.behind.get(id) ?? 0) + grown);
+    if (before === undefined) kept.behind = (await this.behindOf(table)).searchBehind;
+    else if (searched) kept.behind += grown;
     return true;
   }
 
@@ -393,23 +351,23 @@ export class Upkeep {
    * about 1.6 GB of them).
    */
   private async pruneIdle(table: TableHandle, version: number): Promise<void> {
-    const id = table.record.tableId;
+    const kept = table.upkeep;
     const oldest = async () => {
       const versions = await table.rows.versions();
       return versions.length > 1 ? (versions[0]?.timestamp.getTime() ?? 0) : Number.POSITIVE_INFINITY;
     };
-    let due = this.pruneAt.get(id);
+    let due = kept.pruneAt;
     if (due?.version !== version) {
       const first = await oldest();
       due = { version, oldest: first, at: first + this.options.retainMs };
-      this.pruneAt.set(id, due);
+      kept.pruneAt = due;
     }
     if (Date.now() < due.at) return;
     await this.optimize(table, 'prune');
     // A version Lance would not prune (its oldest kept is unchanged) is tried again a retention later, not every pass.
     const after = await oldest();
     const next = (after === due.oldest ? Date.now() : after) + this.options.retainMs;
-    this.pruneAt.set(id, { version, oldest: after, at: next });
+    kept.pruneAt = { version, oldest: after, at: next };
   }
 
   /**
@@ -422,14 +380,14 @@ export class Upkeep {
       const index = indices.find((i) => i.ann && i.columns.includes(vector.column));
       const stats = index === undefined ? undefined : await table.rows.indexStats(index.name);
       if (stats === undefined) continue;
-      const key = `${table.record.tableId}/${vector.column}`;
+      const trainedRows = table.upkeep.trainedRows;
       // Unknown after a restart: taken as trained on what it holds now, so only its segments count.
-      const trained = this.trainedRows.get(key) ?? stats.indexedRows;
-      this.trainedRows.set(key, trained);
+      const trained = trainedRows.get(vector.column) ?? stats.indexedRows;
+      trainedRows.set(vector.column, trained);
       if (stats.segments <= MAX_ANN_SEGMENTS && stats.indexedRows < ANN_REGROWTH * trained) continue;
       const rows = await table.rows.count();
       if (await this.trainAnn(table, vector, 'ann_retrain')) {
-        this.trainedRows.set(key, rows);
+        trainedRows.set(vector.column, rows);
         retrained = true;
       }
     }
@@ -441,8 +399,8 @@ export class Upkeep {
    * `ANN_RETRY_MS` later, without holding up the table's other upkeep (folding, compaction, pruning).
    */
   private async trainAnn(table: TableHandle, vector: VectorIndex, work: 'ann_build' | 'ann_retrain'): Promise<boolean> {
-    const key = `${table.record.tableId}/${vector.column}`;
-    if ((this.annRetryAt.get(key) ?? 0) > Date.now()) return false;
+    const annRetryAt = table.upkeep.annRetryAt;
+    if ((annRetryAt.get(vector.column) ?? 0) > Date.now()) return false;
     try {
       return await this.commit(table, work, () => table.rows.buildAnn(vector, work === 'ann_retrain'));
     } catch (err) {
@@ -450,7 +408,7 @@ export class Upkeep {
       if (err instanceof UpkeepProcessGone || this.stopped || (await this.droppedMeanwhile(table.record.tableId))) {
         throw err;
       }
-      this.annRetryAt.set(key, Date.now() + ANN_RETRY_MS);
+      annRetryAt.set(vector.column, Date.now() + ANN_RETRY_MS);
       this.observer.failed();
       this.log.warn(
         { err, table: table.record.tableId, column: vector.column },
@@ -468,8 +426,8 @@ export class Upkeep {
    * committed.
    */
   private async commit(table: TableHandle, work: UpkeepWork, run: () => Promise<void>): Promise<boolean> {
-    const id = table.record.tableId;
-    const lost = this.preempted.get(id) ?? 0;
+    const kept = table.upkeep;
+    const lost = kept.preempted;
     const started = performance.now();
     try {
       // Recorded as leaving the rows unchanged, so SQL does not reload a table for its upkeep; not where other
@@ -483,14 +441,14 @@ export class Upkeep {
               () => table.rows.versions(),
             );
       await (lost >= MAX_PREEMPTED ? table.writes.run(maintain) : maintain());
-      this.preempted.delete(id);
+      kept.preempted = 0;
       // What it rewrote replaces rows that were durable: a power cut must not leave versions naming lost files.
       await table.rows.sync();
       this.observer.done(work, (performance.now() - started) / 1000);
       return true;
     } catch (err) {
       if (!(err instanceof CommitConflict)) throw err;
-      this.preempted.set(id, lost + 1);
+      kept.preempted = lost + 1;
       return false;
     }
   }
