@@ -7,10 +7,10 @@ import { type Client, eventually, startStrata, stateOf, type TestServer } from '
 import { tablesOf } from './support/tables.js';
 
 /**
- * A keyed write that fails after recording its intent (here the bucket refuses its commit) settles its key at
- * once: it did not commit, so the key is let go, rather than kept unresolved (and never expired) until a retry
- * that may never come. A retry then applies the write once. The bucket is s3rver behind a proxy that refuses
- * commits while told to.
+ * A keyed write that fails after recording its intent because the bucket refused its commit (403) is answered
+ * 503 `storage_unavailable`, and settles its key at once: the refusal is certain to have written nothing, so the
+ * key is let go rather than kept unresolved (and never expired) until a retry that may never come. A retry then
+ * applies the write once. The bucket is s3rver behind a proxy that refuses commits while told to.
  */
 
 let s3: LocalS3;
@@ -64,7 +64,11 @@ test('a keyed append whose commit the bucket refused lets its key go, and its re
 
   proxy.judge((req) => (isCommit(req) ? { pass: false, status: 403 } : { pass: true }));
   const failed = await send();
-  expect(failed.status, await failed.text()).toBeGreaterThanOrEqual(400);
+  const refused = (await failed.json()) as { error: string; code: string };
+  expect(failed.status, JSON.stringify(refused)).toBe(503);
+  expect(refused.code).toBe('storage_unavailable');
+  expect(refused.error).toMatch(/refused the write's commit \(HTTP 403\); nothing was written/);
+  expect(failed.headers.get('retry-after')).not.toBeNull();
   expect(records().filter((r) => r.key === 'refused')).toEqual([]);
 
   proxy.judge(() => ({ pass: true }));

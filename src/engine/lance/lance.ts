@@ -2,6 +2,7 @@ import type { AddResult, Table as LanceTable, Query, QueryExecutionOptions } fro
 import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
+import { CommitRefused, CommitUnanswered } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 
 // How the Lance row source's reads run and what Lance's error messages mean. Only engine/lance/ imports LanceDB
@@ -99,19 +100,43 @@ export const isMissingDataset = (err: unknown): boolean => /not found|does not e
 /** Whether Lance refused a commit because another landed first; the commit may be tried again. */
 export const isCommitConflict = (err: unknown): boolean => /Retryable commit conflict/i.test(String(err));
 
+/** The status a bucket answered a request of Lance's with, when it answered with an error. */
+const answeredStatus = (err: unknown): number | undefined => {
+  const status = /Server returned non-2xx status code: (\d{3})/.exec(String(err))?.[1];
+  return status === undefined ? undefined : Number(status);
+};
+
+/** Whether Lance failed reaching the bucket (an error status, no answer, no connection), not the data. */
+const isStorageFailure = (err: unknown): boolean =>
+  /LanceError\(IO\)|Error performing (GET|PUT|POST|DELETE|HEAD)|connection refused|timed out|dns error/i.test(
+    String(err),
+  );
+
 /**
  * Runs a commit of a user's write. Lance retries what it can rebase itself (appends); a commit it gave up on
  * because another writer (upkeep, or another node) rewrote the same rows first changed nothing, and the client
- * may send it again: 409 with Retry-After, never a 500.
+ * may send it again: 409 with Retry-After, never a 500. A bucket that refused the commit, or did not answer it,
+ * is 503 `storage_unavailable`; only a refusal the bucket answered (a 4xx) is certain to have written nothing.
  */
 export async function committing<T>(commit: () => Promise<T>): Promise<T> {
   try {
     return await commit();
   } catch (err) {
-    if (!isCommitConflict(err)) throw err;
-    throw new Conflict('another write to the table committed first and this one was not applied; send it again', {
-      retryAfterS: 1,
-      code: 'write_conflict',
-    });
+    if (isCommitConflict(err)) {
+      throw new Conflict('another write to the table committed first and this one was not applied; send it again', {
+        retryAfterS: 1,
+        code: 'write_conflict',
+      });
+    }
+    if (!isStorageFailure(err)) throw err;
+    const status = answeredStatus(err);
+    if (status !== undefined && status >= 400 && status < 500) {
+      throw new CommitRefused(
+        `the bucket refused the write's commit (HTTP ${status}); nothing was written. Check the database's grant`,
+      );
+    }
+    throw new CommitUnanswered(
+      'the bucket could not be reached to commit the write; it may have landed: send it again with the same Idempotency-Key to find out',
+    );
   }
 }

@@ -1,4 +1,5 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
+import { Unavailable } from '../../errors.js';
 import type { Metric, TableIndexes, VectorIndex } from '../indexes/registry.js';
 
 // The row-source port: what search, writes, intents, upkeep, tables and SQL need of a table's stored rows.
@@ -113,6 +114,23 @@ export interface IndexStats {
 
 /** A commit of upkeep's lost to another that landed first: nothing changed, and it may be tried again. */
 export class CommitConflict extends Error {}
+
+/**
+ * A write's commit the bucket answered with a refusal (access denied, no such bucket): nothing was committed.
+ * Unlike a commit that got no answer (a timeout), which may still land, it needs no looking for afterwards.
+ */
+export class CommitRefused extends Unavailable {
+  constructor(message: string) {
+    super(message, { retryAfterS: 5, code: 'storage_unavailable' });
+  }
+}
+
+/** A write's commit the bucket did not answer: it may or may not have landed (a retry looks for it). */
+export class CommitUnanswered extends Unavailable {
+  constructor(message: string) {
+    super(message, { retryAfterS: 5, code: 'storage_unavailable' });
+  }
+}
 
 /** The process doing upkeep's work ended (or could not start) before it answered: no verdict on the work itself. */
 export class UpkeepProcessGone extends Error {}

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { RecordBatch } from 'apache-arrow';
 import { rowsDigest } from '../../arrow/digest.js';
 import { Conflict, Unprocessable } from '../../errors.js';
+import { CommitRefused } from '../rows/source.js';
 import type { RowCounts, StoredRows, WriteAnswer, WriteCommand, WriteOptions, WriteOutcome } from './command.js';
 import { type BeforeCommit, intentFromJson, type WriteIntent } from './intent.js';
 
@@ -185,7 +186,7 @@ export class WritePath {
       return answer;
     } catch (err) {
       if (stage === 'claimed') await ledger.dropIdempotent(scope, nodeId).catch(() => undefined);
-      if (stage === 'intended') await this.settleFailed(scope, target, intended as WriteIntent);
+      if (stage === 'intended') await this.settleFailed(scope, target, intended as WriteIntent, err);
       throw err;
     } finally {
       clearInterval(renew);
@@ -249,17 +250,26 @@ export class WritePath {
 
   /**
    * Settles the key of a write that failed after recording its intent: it may still have committed (the error
-   * came after), so its history is read now. Found, the key keeps its answer for a retry to repeat; not found, it
-   * is let go like one that failed earlier, rather than kept unresolved until a retry that may never come. If the
-   * history cannot be read, the key's hold lapses at once and a retry looks for the write itself.
+   * came after), so its history is read now. Found, the key keeps its answer for a retry to repeat. Not found, and
+   * certain never to land (the bucket refused the commit, or another commit won the race), the key is let go like
+   * one that failed earlier, rather than kept unresolved until a retry that may never come. Otherwise (a commit the
+   * bucket did not answer may still land) the key's hold lapses at once and a retry looks for the write itself.
    */
-  private async settleFailed(scope: IdempotencyScope, target: WriteTarget, intent: WriteIntent): Promise<void> {
+  private async settleFailed(
+    scope: IdempotencyScope,
+    target: WriteTarget,
+    intent: WriteIntent,
+    failure: unknown,
+  ): Promise<void> {
     const { ledger } = this;
     const { nodeId } = this.settings;
+    const neverLands =
+      failure instanceof CommitRefused || (failure instanceof Conflict && failure.code === 'write_conflict');
     try {
       const found = await target.recover(intent);
-      if (found === undefined) await ledger.dropIdempotent(scope, nodeId);
-      else await ledger.finishIdempotent(scope, nodeId, JSON.stringify(kept(found)));
+      if (found !== undefined) await ledger.finishIdempotent(scope, nodeId, JSON.stringify(kept(found)));
+      else if (neverLands) await ledger.dropIdempotent(scope, nodeId);
+      else await ledger.renewIdempotent(scope, nodeId, -1);
     } catch {
       await ledger.renewIdempotent(scope, nodeId, -1).catch(() => undefined);
     }
