@@ -3,8 +3,8 @@ import type { DatabaseWorker } from '../engine/workers/worker.js';
 import { NotFound, StrataError } from '../errors.js';
 import type { AppContext } from './context.js';
 
-/** Codes of errors that a database deleted under a call can cause, besides faults of the engines. */
-const GONE_CODES = new Set(['unknown_table', 'sql_engine_closing']);
+/** Codes of errors that a database deleted under a call can cause (its files gone), besides faults of the engines. */
+const GONE_CODES = new Set(['unknown_table', 'sql_engine_closing', 'storage_unavailable']);
 
 /**
  * Runs `work` with the account's database's worker held (404 for a database the account does not have; the

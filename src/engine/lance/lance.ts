@@ -1,7 +1,7 @@
 import type { AddResult, Table as LanceTable, Query, QueryExecutionOptions } from '@lancedb/lancedb';
 import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
-import { Conflict } from '../../errors.js';
+import { Conflict, Unavailable } from '../../errors.js';
 import { CommitRefused, CommitUnanswered } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 
@@ -111,6 +111,22 @@ const isStorageFailure = (err: unknown): boolean =>
   /LanceError\(IO\)|Error performing (GET|PUT|POST|DELETE|HEAD)|connection refused|timed out|dns error/i.test(
     String(err),
   );
+
+/**
+ * A failure of Lance to reach the bucket, as the API answers it: 503 `storage_unavailable` (a grant revoked or a
+ * bucket gone answers with a refusal, an outage with none); undefined for any other error.
+ */
+export function storageFailure(err: unknown): Unavailable | undefined {
+  if (!isStorageFailure(err) || isMissingDataset(err)) return undefined;
+  const status = answeredStatus(err);
+  const refused = status !== undefined && status >= 400 && status < 500;
+  return new Unavailable(
+    refused
+      ? `the bucket refused to serve the table's files (HTTP ${status}); check the database's grant`
+      : 'the bucket could not be reached; retry shortly',
+    { retryAfterS: 5, code: 'storage_unavailable' },
+  );
+}
 
 /**
  * Runs a commit of a user's write. Lance retries what it can rebase itself (appends); a commit it gave up on

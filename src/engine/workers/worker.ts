@@ -5,7 +5,7 @@ import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
-import { LanceStore, type UpkeepProcess } from '../lance/index.js';
+import { LanceStore, storageFailure, type UpkeepProcess } from '../lance/index.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
 import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
@@ -196,14 +196,16 @@ export class DatabaseWorker {
    * answered as the drop would be answered a moment later: 404, not an engine error.
    */
   private async onTable<T>(name: string, work: (handle: TableHandle) => Promise<T>): Promise<T> {
-    const handle = await this.tables.get(name);
+    const handle = await this.tables.get(name).catch((err: unknown) => {
+      throw storageFailure(err) ?? err;
+    });
     try {
       return await work(handle);
     } catch (err) {
       if (err instanceof StrataError) throw err;
       const now = await this.catalog.findTable(this.ref.id, name);
       if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
-      throw err;
+      throw storageFailure(err) ?? err;
     }
   }
 
@@ -214,7 +216,11 @@ export class DatabaseWorker {
       opening.catch(() => (this.sqlEngine = undefined));
       this.sqlEngine = opening;
     }
-    return (await this.sqlEngine).query(sql, this.sqlOptions);
+    try {
+      return await (await this.sqlEngine).query(sql, this.sqlOptions);
+    } catch (err) {
+      throw (err instanceof StrataError ? undefined : storageFailure(err)) ?? err;
+    }
   }
 
   /** True when its bucket credentials are about to expire. */

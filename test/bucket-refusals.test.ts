@@ -7,6 +7,9 @@ import { type Client, eventually, startStrata, stateOf, type TestServer } from '
 import { tablesOf } from './support/tables.js';
 
 /**
+ * A bucket that refuses Strata (a grant revoked, a bucket policy changed) is answered 503 `storage_unavailable`
+ * naming the refusal, never a 500: reads as well as writes.
+ *
  * A keyed write that fails after recording its intent because the bucket refused its commit (403) is answered
  * 503 `storage_unavailable`, and settles its key at once: the refusal is certain to have written nothing, so the
  * key is let go rather than kept unresolved (and never expired) until a retry that may never come. A retry then
@@ -83,4 +86,49 @@ test('a keyed append whose commit the bucket refused lets its key go, and its re
     { accept: 'application/json' },
   );
   expect(counted.json.data).toEqual([{ n: 1 }]);
+});
+
+test('a search whose reads the bucket refuses is 503 storage_unavailable, not a 500', async () => {
+  const storage = { provider: 's3', bucket: 'refusing', endpoint: proxy.endpoint, prefix: 'reads' };
+  expect((await api.post('/v1/databases', { name: 'reads', storage })).status).toBe(201);
+  expect((await api.post('/v1/databases/reads/storage/verify')).status).toBe(200);
+  await eventually(
+    () => stateOf(api, 'reads'),
+    (state) => state === 'active',
+  );
+  const tables = tablesOf(api, 'reads');
+  const created = await tables.create({
+    table_name: 't',
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'body', type: 'utf8' },
+    ],
+    indexes: { fts: ['body'] },
+  });
+  expect(created.status, JSON.stringify(created.json)).toBe(200);
+  expect((await tables.append('t', [{ id: 1, body: 'hello there' }])).status).toBe(200);
+
+  proxy.judge((req) => (req.method === 'GET' ? { pass: false, status: 403 } : { pass: true }));
+  try {
+    const search = await api.post<{ code: string }>('/v1/count/reads', {
+      table_name: 't',
+      field_name: 'body',
+      query: 'hello',
+    });
+    const sql = await api.post<{ code: string }>('/v1/query_sql/reads', { query: 'SELECT count(*) AS n FROM t' });
+    for (const refused of [search, sql]) {
+      expect(refused.status, JSON.stringify(refused.json)).toBe(503);
+      expect(refused.json).toMatchObject({
+        code: 'storage_unavailable',
+        error: "the bucket refused to serve the table's files (HTTP 403); check the database's grant",
+      });
+      expect(refused.headers.get('retry-after')).toBe('5');
+    }
+  } finally {
+    proxy.judge(() => ({ pass: true }));
+  }
+  // Served again once the bucket is.
+  expect((await api.post('/v1/count/reads', { table_name: 't', field_name: 'body', query: 'hello' })).json).toEqual({
+    count: 1,
+  });
 });
