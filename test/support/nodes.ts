@@ -34,7 +34,8 @@ export async function startNodes(count: number, env: Record<string, string> = {}
     apis: nodes.map((node) => client(node.url, `Bearer ${secret}`)),
     stop() {
       for (const node of nodes) node.child.kill('SIGKILL');
-      rmSync(dataDir, { recursive: true, force: true });
+      // A killed node's upkeep process ends once it notices its parent gone, and may write a file meanwhile.
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }

@@ -99,7 +99,8 @@ export async function startStrata(env: Env = {}): Promise<TestServer> {
     withAuth: (authorization) => client(url, authorization),
     async close() {
       await app.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      // The upkeep process ends once it notices the server gone, and may write a file meanwhile.
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
     },
   };
 }
