@@ -106,11 +106,12 @@ const answeredStatus = (err: unknown): number | undefined => {
   return status === undefined ? undefined : Number(status);
 };
 
-/** Whether Lance failed reaching the bucket (an error status, no answer, no connection), not the data. */
+/**
+ * Whether Lance failed reaching the bucket (an error status, no answer, no connection), not the data. A query's own
+ * time limit is not one: its message says "timed out" without naming a request to the bucket.
+ */
 const isStorageFailure = (err: unknown): boolean =>
-  /LanceError\(IO\)|Error performing (GET|PUT|POST|DELETE|HEAD)|connection refused|timed out|dns error/i.test(
-    String(err),
-  );
+  /LanceError\(IO\)|Error performing (GET|PUT|POST|DELETE|HEAD)|connection refused|dns error/i.test(String(err));
 
 /**
  * A failure of Lance to reach the bucket, as the API answers it: 503 `storage_unavailable` (a grant revoked or a
