@@ -12,6 +12,7 @@ const UNIT = [
   'configuration-docs',
   'digest-property',
   'fusion-property',
+  'index-registry',
   'ipc-check',
   'layers',
   'load-groups',

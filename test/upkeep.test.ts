@@ -641,7 +641,9 @@ describe('an ANN index that cannot be trained', () => {
           /^strata_upkeep_duration_seconds_count\{work="optimize"\} [1-9]/m.test(m),
       );
       expect(metrics).not.toMatch(/^strata_upkeep_duration_seconds_count\{work="ann_build"\}/m);
-      expect(capturedLogs().some((line) => line.includes('training the ANN index failed'))).toBe(true);
+      expect(
+        capturedLogs().some((line) => line.includes('training an index failed') && line.includes('"index":"ann"')),
+      ).toBe(true);
       const hits = await client.request<{ count: number }>('POST', '/v1/count/n', {
         table_name: 'notes',
         field_name: 'body',

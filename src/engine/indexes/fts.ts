@@ -32,6 +32,8 @@ export const ftsKind: IndexKind<FtsEntry, FtsIndex, { kind: 'fts'; analyzer: Ana
   },
   shown: (declared) => ({ kind: 'fts', analyzer: declared.analyzer }),
   noun: 'full-text index',
+  stored: (declared) => ({ type: 'text', column: declared.column, analyzer: declared.analyzer }),
+  upkeep: 'fold',
 };
 
 /**

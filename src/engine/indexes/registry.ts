@@ -4,10 +4,11 @@ import type { Indexes } from '../../contract/tables.js';
 import { BadRequest } from '../../errors.js';
 import { type ColumnDescriptor, describeSchema } from '../tables/schema.js';
 import { ftsKind } from './fts.js';
-import type { IndexKind } from './kind.js';
+import type { IndexKind, IndexSpec, IndexUpkeep } from './kind.js';
 import { vectorKind } from './vector.js';
 
 export type { Analyzer, FtsIndex } from './fts.js';
+export type { IndexSpec, IndexUpkeep } from './kind.js';
 export type { Metric, VectorIndex } from './vector.js';
 
 /** Every kind of index, by the name a create_table body declares it under: a new kind is a file and a line here. */
@@ -67,4 +68,54 @@ export function describeIndexedSchema(schema: Schema, indexes: TableIndexes): Co
     );
     return declared.length === 0 ? column : { ...column, indexes: declared };
   });
+}
+
+/** One declaration of a table, with what its kind says of the store index that serves it. */
+export interface DeclaredIndex {
+  /** Names it among the table's declarations (upkeep's bookkeeping is kept by it). */
+  key: string;
+  column: string;
+  stored: IndexSpec;
+  upkeep: IndexUpkeep;
+}
+
+/** Every declaration of a table, kind by kind. */
+export function declaredIndexes(indexes: TableIndexes): DeclaredIndex[] {
+  return KIND_NAMES.flatMap((name) => {
+    const kind = INDEX_KINDS[name] as IndexKind<unknown, { column: string }, ColumnIndex>;
+    return (indexes[name] as { column: string }[]).map((declared) => ({
+      key: `${name}:${declared.column}`,
+      column: declared.column,
+      stored: kind.stored(declared),
+      upkeep: kind.upkeep,
+    }));
+  });
+}
+
+/** The store indexes a table is created with: those of the kinds kept by folding (`IndexUpkeep`). */
+export function builtAtCreation(indexes: TableIndexes): IndexSpec[] {
+  return declaredIndexes(indexes)
+    .filter((d) => d.upkeep === 'fold')
+    .map((d) => d.stored);
+}
+
+/** An index as a row store lists it: its name, what it is, and the columns it covers. */
+export interface StoredIndex {
+  name: string;
+  type: IndexSpec['type'];
+  columns: readonly string[];
+}
+
+/** The store index serving a declaration, among those the store lists; undefined while none is built. */
+export function storedIndexOf<I extends StoredIndex>(declared: DeclaredIndex, present: readonly I[]): I | undefined {
+  return present.find((i) => i.type === declared.stored.type && i.columns.includes(declared.column));
+}
+
+/**
+ * How far behind a declaration's index is: the rows a search through it scans instead (`unindexed` of its store
+ * index). One a `train` kind has not built yet is not behind: below the size that builds it, an exact scan is the
+ * plan, not a lag.
+ */
+export function behindOf(stats: { unindexedRows: number } | undefined): number {
+  return stats?.unindexedRows ?? 0;
 }

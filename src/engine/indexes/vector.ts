@@ -40,6 +40,8 @@ export const vectorKind: IndexKind<VectorEntry, VectorIndex, { kind: 'vector'; m
   },
   shown: (declared) => ({ kind: 'vector', metric: declared.metric }),
   noun: 'vector index',
+  stored: (declared) => ({ type: 'ann', column: declared.column, metric: declared.metric, dim: declared.dim }),
+  upkeep: 'train',
 };
 
 /** The vector index a vector leg searches `column` through, checked: the column exists and has one. */

@@ -2,7 +2,7 @@ import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import type { DurableFolder } from '../../storage/durable.js';
 import type { LanceLocation } from '../../storage/lance.js';
-import type { TableIndexes, VectorIndex } from '../indexes/registry.js';
+import type { IndexSpec, TableIndexes } from '../indexes/registry.js';
 import {
   CommitConflict,
   type History,
@@ -20,7 +20,7 @@ import {
   type VersionInfo,
 } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
-import { annColumns, annIndex, isAnn, warmIndexes } from './indexes.js';
+import { annColumns, annIndex, indexType, lanceIndex, warmIndexes } from './indexes.js';
 import {
   ALL_ROWS,
   appendBatches,
@@ -222,7 +222,7 @@ export class LanceRows extends LanceReads implements RowSource {
   }
 
   async indexes(): Promise<IndexInfo[]> {
-    return (await this.lance.listIndices()).map((i) => ({ name: i.name, columns: i.columns, ann: isAnn(i) }));
+    return (await this.lance.listIndices()).map((i) => ({ name: i.name, columns: i.columns, type: indexType(i) }));
   }
 
   async indexStats(name: string): Promise<IndexStats | undefined> {
@@ -243,9 +243,13 @@ export class LanceRows extends LanceReads implements RowSource {
     return this.job({ kind: 'optimize', cleanupOlderThan: olderThan });
   }
 
-  async buildAnn(vector: VectorIndex, replace: boolean): Promise<void> {
-    await this.job(annIndex(vector, replace));
-    this.ann.add(vector.column);
+  async train(index: IndexSpec, replace: boolean): Promise<void> {
+    if (index.type === 'ann') {
+      await this.job(annIndex(index, replace));
+      this.ann.add(index.column);
+    } else {
+      await this.conflicting(this.lance.createIndex(index.column, { config: lanceIndex(index), replace }));
+    }
   }
 
   async compacted(): Promise<void> {
@@ -258,9 +262,13 @@ export class LanceRows extends LanceReads implements RowSource {
   }
 
   /** Runs upkeep's heavy work in the upkeep process; a commit another beat is a `CommitConflict`. */
-  private async job(job: UpkeepJob): Promise<void> {
+  private job(job: UpkeepJob): Promise<void> {
+    return this.conflicting(this.env.jobs.run(this.env.location, this.tableId, job));
+  }
+
+  private async conflicting(commit: Promise<void>): Promise<void> {
     try {
-      await this.env.jobs.run(this.env.location, this.tableId, job);
+      await commit;
     } catch (err) {
       if (isCommitConflict(err)) throw new CommitConflict(err instanceof Error ? err.message : String(err));
       throw err;

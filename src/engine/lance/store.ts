@@ -3,12 +3,12 @@ import type { Schema } from 'apache-arrow';
 import { DurableFolder } from '../../storage/durable.js';
 import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
 import type { LanceLocation } from '../../storage/lance.js';
-import type { TableIndexes } from '../indexes/registry.js';
+import type { IndexSpec, TableIndexes } from '../indexes/registry.js';
 import type { EngineLog } from '../log.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
-import { annColumns, ftsIndex, warmIndexes } from './indexes.js';
-import { type Connection, connect, Index, isMissingDataset } from './lance.js';
+import { annColumns, lanceIndex, warmIndexes } from './indexes.js';
+import { type Connection, connect, isMissingDataset } from './lance.js';
 import { closeHandle, LanceRows, LanceSnapshot } from './rows.js';
 import type { UpkeepProcess } from './upkeep-process.js';
 
@@ -36,10 +36,13 @@ export class LanceStore implements RowStore {
     return new LanceStore(connection, location, jobs, log);
   }
 
-  async create(tableId: string, schema: Schema, indexes: TableIndexes): Promise<void> {
+  async create(tableId: string, schema: Schema, indexes: readonly IndexSpec[]): Promise<void> {
     const lance = await this.connection.createEmptyTable(tableId, schema);
-    await lance.createIndex(ROW_KEY, { config: Index.btree() });
-    for (const fts of indexes.fts) await lance.createIndex(fts.column, { config: ftsIndex(fts.analyzer) });
+    await lance.createIndex(ROW_KEY, { config: lanceIndex({ type: 'scalar', column: ROW_KEY }) });
+    for (const index of indexes) {
+      // Trained indexes need rows: upkeep builds them (`IndexUpkeep`).
+      if (index.type !== 'ann') await lance.createIndex(index.column, { config: lanceIndex(index) });
+    }
     await lance.setUnenforcedPrimaryKey(ROW_KEY);
     closeHandle(lance);
     await this.durableFolder(tableId)?.sync();

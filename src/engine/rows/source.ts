@@ -1,6 +1,6 @@
 import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { Unavailable } from '../../errors.js';
-import type { Metric, TableIndexes, VectorIndex } from '../indexes/registry.js';
+import type { IndexSpec, Metric, StoredIndex, TableIndexes } from '../indexes/registry.js';
 
 // The row-source port: what search, writes, intents, upkeep, tables and SQL need of a table's stored rows.
 // Lance is one implementation (engine/lance/); a tier of fresh rows searched beside the indexes is meant to be
@@ -96,12 +96,9 @@ export interface History {
   close(): void;
 }
 
-/** An index as the source lists it. */
-export interface IndexInfo {
-  name: string;
+/** An index as the source lists it (the row key's is `scalar`). */
+export interface IndexInfo extends StoredIndex {
   columns: string[];
-  /** An approximate (trained) vector index. */
-  ann: boolean;
 }
 
 /** How far an index lags its table. */
@@ -172,8 +169,8 @@ export interface RowSource extends RowReads {
   smallFragments(): Promise<number>;
   /** Folds new rows into the indexes, compacts and prunes versions older than `olderThan`; `CommitConflict` if beaten. */
   optimize(olderThan: Date): Promise<void>;
-  /** Trains (or trains again) a vector column's approximate index; `CommitConflict` if beaten. */
-  buildAnn(vector: VectorIndex, replace: boolean): Promise<void>;
+  /** Builds (or, with `replace`, builds again from all rows) an index upkeep trains; `CommitConflict` if beaten. */
+  train(index: IndexSpec, replace: boolean): Promise<void>;
   /** Lets caches of where rows lie catch up after an `optimize` that committed. */
   compacted(): Promise<void>;
   /** Loads the indexes into memory, ahead of the queries that would. */
@@ -190,8 +187,11 @@ export interface Snapshot {
 
 /** The stored tables of one database. */
 export interface RowStore {
-  /** Creates a table's empty rows of `schema` (the stored one, row key included) and the indexes made at creation. */
-  create(tableId: string, schema: Schema, indexes: TableIndexes): Promise<void>;
+  /**
+   * Creates a table's empty rows of `schema` (the stored one, row key included) with `indexes` (those its kinds
+   * build with the table) and whatever the store needs to find rows by key.
+   */
+  create(tableId: string, schema: Schema, indexes: readonly IndexSpec[]): Promise<void>;
   /** Opens a table's rows; `indexes` are those its catalog entry declares. */
   open(tableId: string, indexes: TableIndexes): Promise<RowSource>;
   snapshot(tableId: string, version: number): Promise<Snapshot>;

@@ -3,7 +3,7 @@ import type { Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
-import { describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
+import { builtAtCreation, describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
@@ -130,7 +130,7 @@ export class Tables {
       };
       await this.catalog.insertTable(record);
       try {
-        await this.store.create(record.tableId, storedSchema(schema), indexes);
+        await this.store.create(record.tableId, storedSchema(schema), builtAtCreation(indexes));
         await this.catalog.setTableState(record.tableId, 'ready');
       } catch (err) {
         await this.forget(record, true).catch(() => undefined);

@@ -24,10 +24,10 @@ export class TableUpkeep {
   /** Rows the previous pass that saw the table change counted, and passes in a row it deferred (`loading`). */
   counted: number | undefined;
   deferred = 0;
-  /** Rows each ANN index (by column) was last trained on, as far as this process knows. */
+  /** Rows each trained index (by its declaration's key) was last trained on, as far as this process knows. */
   readonly trainedRows = new Map<string, number>();
-  /** When each ANN index (by column) whose build or retraining failed is due to be tried again. */
-  readonly annRetryAt = new Map<string, number>();
+  /** When each trained index (by its declaration's key) whose build or retraining failed is due to be tried again. */
+  readonly trainRetryAt = new Map<string, number>();
 
   /** Lets go of all of it: the table is closed, or upkeep no longer looks after it. */
   clear(): void {
@@ -40,6 +40,6 @@ export class TableUpkeep {
     this.counted = undefined;
     this.deferred = 0;
     this.trainedRows.clear();
-    this.annRetryAt.clear();
+    this.trainRetryAt.clear();
   }
 }

@@ -1,4 +1,4 @@
-import type { VectorIndex } from '../indexes/registry.js';
+import { behindOf, type DeclaredIndex, declaredIndexes, type IndexSpec, storedIndexOf } from '../indexes/registry.js';
 import type { EngineLog } from '../log.js';
 import { CommitConflict, type IndexInfo, UpkeepProcessGone } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
@@ -7,7 +7,10 @@ import type { TableHandle, Tables } from '../tables/tables.js';
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
   intervalMs: number;
-  /** A vector column gets its ANN index once its table holds this many rows; below, exact scans win. */
+  /**
+   * An index upkeep trains (a vector column's ANN index) is built once its table holds this many rows; below,
+   * exact scans win.
+   */
   annMinRows: number;
   /** Table versions older than this are pruned. */
   retainMs: number;
@@ -21,9 +24,9 @@ export interface UpkeepOptions {
 
 /**
  * What an upkeep step did: fold new rows into the indexes (compacting and pruning with it), prune an idle table,
- * or train an ANN index.
+ * or build or train again an index of a kind upkeep trains (`ann_build`, `ann_retrain`).
  */
-export type UpkeepWork = 'optimize' | 'prune' | 'ann_build' | 'ann_retrain';
+export type UpkeepWork = 'optimize' | 'prune' | `${IndexSpec['type']}_build` | `${IndexSpec['type']}_retrain`;
 
 /**
  * Which node looks after a table: one at a time across every node of a deployment. `acquire` takes or renews
@@ -61,7 +64,7 @@ const MAX_PREEMPTED = 3;
 const SMALL_FRAGMENTS_TO_COMPACT = 32;
 
 /**
- * An ANN index is trained again from all rows once folds have left it in more segments than this, or the
+ * A trained index (ANN) is trained again from all rows once folds have left it in more segments than this, or the
  * table has grown to `ANN_REGROWTH` times the rows it was trained on. Each fold adds a segment that every query
  * searches, and partitions stay those of the first training: measured at 400k × 384 grown from 25k in
  * 25k-row folds, 8 segments answered in 9.7 ms, the same index trained again in 5.8 ms (one segment, 11 s).
@@ -79,8 +82,8 @@ const LOADING_MIN_ROWS = 10_000;
 const MAX_DEFERRED_PASSES = 6;
 
 /**
- * A vector column whose ANN index failed to build is tried again after this long, and searched exactly meanwhile;
- * its table's other upkeep goes on.
+ * A trained index that failed to build is tried again after this long (its column searched exactly meanwhile); its
+ * table's other upkeep goes on.
  */
 const ANN_RETRY_MS = 60_000;
 
@@ -247,21 +250,21 @@ export class Upkeep {
     if (!quiet && (await this.loading(table))) return;
     kept.tidied ??= version;
     const indices = await table.rows.indexes();
-    const indexed = new Set(indices.filter((i) => i.ann).flatMap((i) => i.columns));
-    const missing = table.indexes.vector.filter((v) => !indexed.has(v.column));
+    const trained = declaredIndexes(table.indexes).filter((d) => d.upkeep === 'train');
+    const missing = trained.filter((d) => storedIndexOf(d, indices) === undefined);
     const rows = missing.length > 0 ? await table.rows.count() : 0;
     const needsAnn = rows >= this.options.annMinRows && missing.length > 0;
     // Whether this pass committed new index files, which queries would otherwise load as they touch them.
     let reindexed = false;
     if (needsAnn) {
-      for (const vector of missing) {
-        if (await this.trainAnn(table, vector, 'ann_build')) {
-          kept.trainedRows.set(vector.column, rows);
+      for (const declared of missing) {
+        if (await this.train(table, declared, false)) {
+          kept.trainedRows.set(declared.key, rows);
           reindexed = true;
         }
       }
     } else {
-      reindexed = await this.retrainOutgrown(table, indices);
+      reindexed = await this.retrainOutgrown(table, trained, indices);
     }
     const { searchBehind, keysBehind } = await this.behindOf(table);
     kept.behind = searchBehind;
@@ -294,17 +297,19 @@ export class Upkeep {
   }
 
   /**
-   * The most rows any search index of the table misses, and whether the row key's index misses any: what the
-   * indexes' statistics say now.
+   * The most rows any declared index of the table is behind (`behindOf`), and whether the row key's index misses
+   * any: what the indexes' statistics say now.
    */
   private async behindOf(table: TableHandle): Promise<{ searchBehind: number; keysBehind: boolean }> {
+    const present = await table.rows.indexes();
     let searchBehind = 0;
-    let keysBehind = false;
-    for (const index of await table.rows.indexes()) {
-      const unindexed = (await table.rows.indexStats(index.name))?.unindexedRows ?? 0;
-      if (index.columns.includes(ROW_KEY)) keysBehind ||= unindexed > 0;
-      else searchBehind = Math.max(searchBehind, unindexed);
+    for (const declared of declaredIndexes(table.indexes)) {
+      const index = storedIndexOf(declared, present);
+      if (index === undefined) continue;
+      searchBehind = Math.max(searchBehind, behindOf(await table.rows.indexStats(index.name)));
     }
+    const keys = present.find((i) => i.columns.includes(ROW_KEY));
+    const keysBehind = keys !== undefined && behindOf(await table.rows.indexStats(keys.name)) > 0;
     return { searchBehind, keysBehind };
   }
 
@@ -326,7 +331,7 @@ export class Upkeep {
     }
     kept.deferred = deferred + 1;
     // First seen, nothing is known of its indexes: their statistics say what they miss.
-    const searched = table.indexes.fts.length + table.indexes.vector.length > 0;
+    const searched = declaredIndexes(table.indexes).length > 0;
     if (before === undefined) kept.behind = (await this.behindOf(table)).searchBehind;
     else if (searched) kept.behind += grown;
     return true;
@@ -371,23 +376,27 @@ export class Upkeep {
   }
 
   /**
-   * Trains an ANN index again when folds have split it into too many segments or the table outgrew it; true
-   * when it did.
+   * Trains an index of a kind upkeep trains again when folds have split it into too many segments or the table
+   * outgrew it; true when it did.
    */
-  private async retrainOutgrown(table: TableHandle, indices: readonly IndexInfo[]): Promise<boolean> {
+  private async retrainOutgrown(
+    table: TableHandle,
+    trained: readonly DeclaredIndex[],
+    indices: readonly IndexInfo[],
+  ): Promise<boolean> {
     let retrained = false;
-    for (const vector of table.indexes.vector) {
-      const index = indices.find((i) => i.ann && i.columns.includes(vector.column));
+    for (const declared of trained) {
+      const index = storedIndexOf(declared, indices);
       const stats = index === undefined ? undefined : await table.rows.indexStats(index.name);
       if (stats === undefined) continue;
       const trainedRows = table.upkeep.trainedRows;
       // Unknown after a restart: taken as trained on what it holds now, so only its segments count.
-      const trained = trainedRows.get(vector.column) ?? stats.indexedRows;
-      trainedRows.set(vector.column, trained);
-      if (stats.segments <= MAX_ANN_SEGMENTS && stats.indexedRows < ANN_REGROWTH * trained) continue;
+      const trainedOn = trainedRows.get(declared.key) ?? stats.indexedRows;
+      trainedRows.set(declared.key, trainedOn);
+      if (stats.segments <= MAX_ANN_SEGMENTS && stats.indexedRows < ANN_REGROWTH * trainedOn) continue;
       const rows = await table.rows.count();
-      if (await this.trainAnn(table, vector, 'ann_retrain')) {
-        trainedRows.set(vector.column, rows);
+      if (await this.train(table, declared, true)) {
+        trainedRows.set(declared.key, rows);
         retrained = true;
       }
     }
@@ -395,24 +404,26 @@ export class Upkeep {
   }
 
   /**
-   * Builds or retrains a column's ANN index; true when it committed. A failure is logged, counted and tried again
-   * `ANN_RETRY_MS` later, without holding up the table's other upkeep (folding, compaction, pruning).
+   * Builds (or with `replace` trains again) a declaration's trained index; true when it committed. A failure is
+   * logged, counted and tried again `ANN_RETRY_MS` later, without holding up the table's other upkeep (folding,
+   * compaction, pruning).
    */
-  private async trainAnn(table: TableHandle, vector: VectorIndex, work: 'ann_build' | 'ann_retrain'): Promise<boolean> {
-    const annRetryAt = table.upkeep.annRetryAt;
-    if ((annRetryAt.get(vector.column) ?? 0) > Date.now()) return false;
+  private async train(table: TableHandle, declared: DeclaredIndex, replace: boolean): Promise<boolean> {
+    const retryAt = table.upkeep.trainRetryAt;
+    if ((retryAt.get(declared.key) ?? 0) > Date.now()) return false;
+    const work: UpkeepWork = `${declared.stored.type}_${replace ? 'retrain' : 'build'}`;
     try {
-      return await this.commit(table, work, () => table.rows.buildAnn(vector, work === 'ann_retrain'));
+      return await this.commit(table, work, () => table.rows.train(declared.stored, replace));
     } catch (err) {
       // The process's end is no verdict on the job: the next pass tries again. A drop ends the table's upkeep.
       if (err instanceof UpkeepProcessGone || this.stopped || (await this.droppedMeanwhile(table.record.tableId))) {
         throw err;
       }
-      annRetryAt.set(vector.column, Date.now() + ANN_RETRY_MS);
+      retryAt.set(declared.key, Date.now() + ANN_RETRY_MS);
       this.observer.failed();
       this.log.warn(
-        { err, table: table.record.tableId, column: vector.column },
-        'training the ANN index failed; vector search scans exactly meanwhile; trying again in a minute',
+        { err, table: table.record.tableId, column: declared.column, index: declared.stored.type },
+        'training an index failed; its column is searched exactly meanwhile; trying again in a minute',
       );
       return false;
     }
