@@ -48,6 +48,13 @@ export interface Config {
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
   annMinRows: number;
   /**
+   * Rows of a table its search indexes may miss before appends and updates to it are refused with 429
+   * `index_behind` until upkeep folds them in (ext): searches scan those rows outside the indexes.
+   */
+  maxUnindexedRows: number;
+  /** Upkeep makes no commits while set: for maintenance windows, and for measuring search over a tail (ext). */
+  upkeepPaused: boolean;
+  /**
    * How long old table versions are kept before upkeep prunes them (ext). The API serves only the latest
    * version; old ones are kept for reads still running on them (on any node) and cost the bucket their size.
    */
@@ -258,6 +265,8 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     upkeepLeaseMs: integer(env, 'STRATA_UPKEEP_LEASE_MS', 30_000, 300),
     ...idempotency(env),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
+    maxUnindexedRows: integer(env, 'STRATA_MAX_UNINDEXED_ROWS', 500_000, 1),
+    upkeepPaused: flag(env, 'STRATA_UPKEEP_PAUSED', false),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),
     logLevel: text(env, 'STRATA_LOG_LEVEL') ?? 'info',

@@ -46,6 +46,8 @@ export const ERROR_CODES = {
   database_deleting: 'The database is being deleted; once it is, it is unknown_database.',
   no_capacity: 'No worker capacity is free on this node; retry after Retry-After.',
   storage_unavailable: 'The bucket could not be reached; retry after Retry-After.',
+  index_behind:
+    'The table holds STRATA_MAX_UNINDEXED_ROWS rows its indexes do not cover yet; upkeep is folding them in: retry after Retry-After.',
   control_store_unavailable: 'The control store (PostgreSQL) is not answering; retry after Retry-After.',
   sql_engine_closing: 'The database’s SQL engine closed (its database was deleted or let go); retry.',
   sql_memory_busy:

@@ -52,6 +52,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       upkeep: {
         intervalMs: config.upkeepIntervalMs,
         annMinRows: config.annMinRows,
+        paused: config.upkeepPaused,
         retainMs: config.versionRetentionMs,
         othersWrite: store.shared,
       },
@@ -73,6 +74,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       log: { warn: (details, message) => log.warn(details, message) },
       maxTables: config.limits.tablesPerDatabase,
       maxResultBytes: config.limits.maxResultBytes,
+      maxUnindexedRows: config.maxUnindexedRows,
       writes: new WritePath(
         store,
         { nodeId, holdMs: config.idempotencyHoldMs, ttlMs: config.idempotencyTtlMs },

@@ -180,7 +180,7 @@ test('every route of the OpenAPI document has a client method', async () => {
 describe('retries', () => {
   let server: Server;
   let url: string;
-  const answers: { status: number; retryAfter?: string }[] = [];
+  const answers: { status: number; retryAfter?: string; code?: string }[] = [];
   const seen: number[] = [];
 
   beforeAll(async () => {
@@ -193,7 +193,7 @@ describe('retries', () => {
       res.end(
         next.status === 200
           ? JSON.stringify({ databases: [] })
-          : JSON.stringify({ error: 'busy', code: 'unavailable' }),
+          : JSON.stringify({ error: 'busy', code: next.code ?? 'unavailable' }),
       );
       void req;
     });
@@ -228,6 +228,26 @@ describe('retries', () => {
       .catch((err: unknown) => err);
     expect(gaveUp).toMatchObject({ status: 503, code: 'unavailable' });
     expect(seen).toHaveLength(3);
+  });
+
+  test('a write refused as index_behind is sent again past the retries, for at most retry.behindWaitMs', async () => {
+    // Four refusals, one retry allowed: the waits for the table's indexes are not failed attempts.
+    for (let i = 0; i < 4; i++) answers.push({ status: 429, retryAfter: '0', code: 'index_behind' });
+    seen.length = 0;
+    const patient = new Strata({ url, apiKey: 'k', retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 5 } });
+    expect(await patient.databases.list()).toEqual([]);
+    expect(seen).toHaveLength(5);
+
+    // With no time left to wait, an index_behind refusal counts as any 429.
+    for (let i = 0; i < 4; i++) answers.push({ status: 429, retryAfter: '0', code: 'index_behind' });
+    seen.length = 0;
+    const hurried = new Strata({ url, apiKey: 'k', retry: { retries: 1, baseDelayMs: 1, behindWaitMs: 0 } });
+    expect(await hurried.databases.list().catch((err: unknown) => err)).toMatchObject({
+      status: 429,
+      code: 'index_behind',
+    });
+    expect(seen).toHaveLength(2);
+    answers.length = 0;
   });
 
   test('a service that cannot be reached is retried, then a StrataError with status 0', async () => {

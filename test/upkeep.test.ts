@@ -11,9 +11,11 @@ import {
   activeLocalDatabase,
   type Client,
   eventually,
+  metricsOf,
   serveFile,
   startStrata,
   type TestServer,
+  upkeepPass,
 } from './support/server.js';
 import { openDataset, type Row, readTable, tablesOf } from './support/tables.js';
 
@@ -447,21 +449,6 @@ describe('index upkeep', () => {
     expect(new Map(rows.map((r) => [Number(r.id), String(r.body)]))).toEqual(expected);
   });
 });
-
-const metricsOf = async (server: TestServer) => (await fetch(`${server.url}/metrics`)).text();
-
-/** Runs one upkeep pass over acme's database `name` by hand; resolves with the server's metrics after it. */
-async function upkeepPass(server: TestServer, name: string): Promise<string> {
-  const account = await server.app.ctx.store.ensureAccount('acme');
-  const database = await server.app.ctx.store.findDatabase(account.id, name);
-  const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
-  try {
-    await lease?.worker.upkeep.run();
-  } finally {
-    lease?.release();
-  }
-  return metricsOf(server);
-}
 
 describe('upkeep metrics', () => {
   test('a failed pass is counted, and the rows it left unindexed are reported', async () => {

@@ -17,6 +17,7 @@ export const HybridSearchBody = Type.Object(
     text_weight: Type.Optional(Type.Number({ minimum: 0 })),
     vector_weight: Type.Optional(Type.Number({ minimum: 0 })),
     window: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+    consistency: Type.Optional(Type.Union([Type.Literal('strong'), Type.Literal('eventual')])),
   },
   { additionalProperties: false },
 );
@@ -27,6 +28,27 @@ export const CountBody = Type.Object(
 );
 
 export const CountReply = Type.Object({ count: Type.Integer() });
+
+/** A search's freshness receipt, as headers of its reply (docs/api.md, Freshness). */
+const RECEIPT_HEADERS = {
+  'x-strata-table-version': {
+    type: 'integer',
+    description: 'The table version the search started from: every write answered before it began is in the answer.',
+  },
+  'x-strata-fresh-rows': {
+    type: 'integer',
+    description: 'The most rows any leg of the search read outside its index (0: the indexes answered it all).',
+  },
+};
+
+/** The reply of a search that answers rows: Arrow IPC stream or JSON, as the Accept header asks, with its receipt. */
+export const SearchRowsReply = Type.Unsafe<unknown>({
+  description: 'The rows, as an Arrow IPC stream or as JSON {data: [...]} (Accept), with the freshness receipt',
+  headers: RECEIPT_HEADERS,
+});
+
+/** `count`'s reply, with its receipt. */
+export const CountReplyWithReceipt = Type.Object(CountReply.properties, { headers: RECEIPT_HEADERS });
 
 export const TokenMatchBody = Type.Object(
   {

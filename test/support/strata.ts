@@ -105,6 +105,22 @@ export async function startStrata(env: Env = {}): Promise<TestServer> {
   };
 }
 
+/** The server's Prometheus metrics, as scraped. */
+export const metricsOf = async (server: TestServer): Promise<string> => (await fetch(`${server.url}/metrics`)).text();
+
+/** Runs one upkeep pass over acme's database `name` by hand; resolves with the server's metrics after it. */
+export async function upkeepPass(server: TestServer, name: string): Promise<string> {
+  const account = await server.app.ctx.store.ensureAccount('acme');
+  const database = await server.app.ctx.store.findDatabase(account.id, name);
+  const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
+  try {
+    await lease?.worker.upkeep.run();
+  } finally {
+    lease?.release();
+  }
+  return metricsOf(server);
+}
+
 /** Polls until `check` passes or the time is up; returns the last value. */
 export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 5000): Promise<T> {
   const until = Date.now() + ms;

@@ -70,7 +70,14 @@ export class Strata {
     this.http = new Http({
       url: options.url,
       apiKey: options.apiKey,
-      retry: { retries: 8, baseDelayMs: 200, maxDelayMs: 5000, maxWaitMs: 60_000, ...options.retry },
+      retry: {
+        retries: 8,
+        baseDelayMs: 200,
+        maxDelayMs: 5000,
+        maxWaitMs: 60_000,
+        behindWaitMs: 600_000,
+        ...options.retry,
+      },
       fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
       timeoutMs: options.timeoutMs ?? 5 * 60_000,
       maxResponseBytes: options.maxResponseBytes ?? 512 * 1024 * 1024,
@@ -258,6 +265,7 @@ export class StrataTable {
       rrf_k: req.rrfK,
       text_weight: req.textWeight,
       vector_weight: req.vectorWeight,
+      consistency: req.consistency,
     };
     return readRows(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
   }

@@ -14,6 +14,11 @@ export interface RetryOptions {
    * the request at once, with its own refusal, rather than hold the caller for longer than this.
    */
   maxWaitMs: number;
+  /**
+   * How long a write refused as `index_behind` (its table's indexes are catching up) is sent again, whatever
+   * `retries` says: the service is well and asks writers to slow down, so the writer waits rather than fails.
+   */
+  behindWaitMs: number;
 }
 
 export interface HttpOptions {
@@ -60,6 +65,7 @@ function checked(options: HttpOptions): HttpOptions {
   bounded('retry.baseDelayMs', retry.baseDelayMs, 0, MAX_TIMER_MS);
   bounded('retry.maxDelayMs', retry.maxDelayMs, 0, MAX_TIMER_MS);
   bounded('retry.maxWaitMs', retry.maxWaitMs, 0, MAX_TIMER_MS);
+  bounded('retry.behindWaitMs', retry.behindWaitMs, 0, Number.MAX_SAFE_INTEGER);
   bounded('timeoutMs', timeoutMs, 1, MAX_TIMER_MS);
   bounded('maxResponseBytes', maxResponseBytes, 1, Number.MAX_SAFE_INTEGER);
   return options;
@@ -173,7 +179,8 @@ export class Http {
   }
 
   async send(req: Request): Promise<Response> {
-    const { retries, baseDelayMs, maxDelayMs, maxWaitMs } = this.options.retry;
+    const { retries, baseDelayMs, maxDelayMs, maxWaitMs, behindWaitMs } = this.options.retry;
+    const behindUntil = Date.now() + behindWaitMs;
     for (let attempt = 0; ; attempt++) {
       let failure: StrataError;
       try {
@@ -185,6 +192,9 @@ export class Http {
         if (!(err instanceof StrataError)) throw err;
         failure = err;
       }
+      const behind = failure.code === 'index_behind' && Date.now() < behindUntil;
+      // Waits for the indexes to catch up are not failed attempts.
+      if (behind && retries > 0) attempt = Math.min(attempt, retries - 1);
       if (!retryable(failure) || attempt >= retries) throw failure;
       const asked = failure.retryAfterMs ?? 0;
       if (asked > maxWaitMs) throw waitRefused(failure, maxWaitMs);

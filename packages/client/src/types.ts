@@ -174,6 +174,8 @@ export interface SearchRequest {
   rrfK?: number;
   textWeight?: number;
   vectorWeight?: number;
+  /** `strong` (the default): every write answered before is searched; `eventual`: only the rows indexes cover. */
+  consistency?: 'strong' | 'eventual';
 }
 
 export interface MatchRequest {

@@ -79,12 +79,15 @@ export interface DeclaredIndex {
   upkeep: IndexUpkeep;
 }
 
+/** What names a declaration among its table's (`DeclaredIndex.key`): its kind and its column. */
+export const declarationKey = (kind: IndexKindName, column: string): string => `${kind}:${column}`;
+
 /** Every declaration of a table, kind by kind. */
 export function declaredIndexes(indexes: TableIndexes): DeclaredIndex[] {
   return KIND_NAMES.flatMap((name) => {
     const kind = INDEX_KINDS[name] as IndexKind<unknown, { column: string }, ColumnIndex>;
     return (indexes[name] as { column: string }[]).map((declared) => ({
-      key: `${name}:${declared.column}`,
+      key: declarationKey(name, declared.column),
       column: declared.column,
       stored: kind.stored(declared),
       upkeep: kind.upkeep,

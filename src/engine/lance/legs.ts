@@ -61,6 +61,7 @@ export async function textLeg(lance: LanceTable, leg: TextLeg): Promise<Hits> {
     .select([...leg.columns, '_score'])
     .limit(leg.limit);
   if (leg.ids) q = q.withRowId();
+  if (leg.indexedOnly) q = q.fastSearch();
   if (leg.filter !== undefined) q = q.where(leg.filter);
   const rows = await readAll(q, leg.filter === undefined ? READ_OPTIONS : PREDICATE_READ);
   return { rows, values: numbersOf(rows, '_score'), ids: idsOf(rows, leg.ids) };
@@ -76,6 +77,7 @@ export async function vectorLeg(lance: LanceTable, leg: VectorLeg, ann: boolean)
       .select(leg.ids ? ['_distance'] : [...leg.columns])
       .limit(leg.limit);
     if (leg.ids) q = q.withRowId();
+    if (leg.indexedOnly && ann) q = q.fastSearch();
     if (ann) {
       q = wide ? q.minimumNprobes(NPROBES).maximumNprobes(ALL_PARTITIONS) : q.nprobes(NPROBES);
       q = q.refineFactor(refineFactorFor(leg.limit));

@@ -36,6 +36,8 @@ interface LegRead {
   columns: readonly string[];
   /** Whether each hit's `RowId` is wanted. */
   ids: boolean;
+  /** Only rows the leg's index covers (none it would scan outside it): `consistency: "eventual"`. */
+  indexedOnly: boolean;
 }
 
 export interface TextLeg extends TextMatch, LegRead {}

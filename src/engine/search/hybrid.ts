@@ -1,7 +1,9 @@
 import type { Table } from 'apache-arrow';
+import { declarationKey } from '../indexes/registry.js';
 import type { Hits, RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import { freshnessOf } from './freshness.js';
 import { fuse, inReach, rankLeg } from './fusion.js';
 import { type LegReads, readTextLeg, readVectorLeg } from './legs.js';
 import { planHybrid } from './plan.js';
@@ -13,7 +15,18 @@ import { keysOf, rowsByKeys } from './result-rows.js';
 /** BM25 + vector search fused by reciprocal rank (docs/api.md). */
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
   const { fields, offset, window, operator, filter, textQuery, textField, vector } = planHybrid(table, req);
-  if (req.k === 0) return rowsByKeys(table, [], fields, []);
+  const {
+    receipt,
+    indexedOnly: [textOnlyIndexed = false, vectorOnlyIndexed = false],
+  } = await freshnessOf(
+    table,
+    [
+      textQuery === undefined || textField === undefined ? undefined : declarationKey('fts', textField),
+      vector === undefined ? undefined : declarationKey('vector', vector.field),
+    ],
+    req.consistency === 'eventual',
+  );
+  if (req.k === 0) return { ...(await rowsByKeys(table, [], fields, [])), receipt };
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window.
   const both = textQuery !== undefined && vector !== undefined;
@@ -53,20 +66,21 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
-    return ranking(await readTextLeg(legs, textQuery, textField, operator), 'higher', req.text_weight);
+    return ranking(await readTextLeg(legs, textQuery, textField, operator, textOnlyIndexed), 'higher', req.text_weight);
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    return ranking(await readVectorLeg(legs, vector), 'lower', req.vector_weight);
+    return ranking(await readVectorLeg(legs, vector, vectorOnlyIndexed), 'lower', req.vector_weight);
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
   const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });
   const fetched = [text?.hits, vec?.hits].filter((hits): hits is Table => hits !== undefined);
-  return rowsByKeys(
+  const rows = await rowsByKeys(
     table,
     winners.map((w) => w.key),
     fields,
     winners,
     { fetched, rowIds },
   );
+  return { ...rows, receipt };
 }

@@ -36,16 +36,24 @@ export interface LegReads {
   page: number;
 }
 
-/** The BM25 leg: hits of `query` over `field`, higher scores first. */
-export async function readTextLeg(legs: LegReads, query: string, field: string, operator: TextOperator): Promise<Hits> {
+/** The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. */
+export async function readTextLeg(
+  legs: LegReads,
+  query: string,
+  field: string,
+  operator: TextOperator,
+  indexedOnly: boolean,
+): Promise<Hits> {
   const { table, filter, both, carried, ranked } = legs;
   const read = (limit: number) =>
-    readingFilter(() => table.rows.textLeg({ query, field, operator, filter, limit, columns: carried, ids: both }));
+    readingFilter(() =>
+      table.rows.textLeg({ query, field, operator, filter, limit, columns: carried, ids: both, indexedOnly }),
+    );
   return readLeg(read, 'higher', ranked, firstTextRead(ranked, both));
 }
 
-/** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first. */
-export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan): Promise<Hits> {
+/** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */
+export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan, indexedOnly: boolean): Promise<Hits> {
   const { table, filter, both, carried, ranked, page } = legs;
   const read = (limit: number) =>
     readingFilter(() =>
@@ -58,6 +66,7 @@ export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan): Prom
         columns: carried,
         ids: both,
         wanted: page,
+        indexedOnly,
       }),
     );
   // Distances rarely tie: one row past the window shows whether they do.

@@ -3,8 +3,10 @@ import { arrow } from '../../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { BadRequest } from '../../errors.js';
 import { ftsColumn } from '../indexes/fts.js';
+import { declarationKey } from '../indexes/registry.js';
 import { ROW_KEY, spellingOf } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import { freshnessOf } from './freshness.js';
 import {
   type ExactRequest,
   hasTokens,
@@ -12,6 +14,7 @@ import {
   operatorOf,
   projectionOf,
   quoteName,
+  type Receipt,
   type RowsResult,
 } from './request.js';
 import { inRowOrder, rowsWithin } from './result-rows.js';
@@ -19,25 +22,39 @@ import { inRowOrder, rowsWithin } from './result-rows.js';
 const { Type } = arrow;
 // Unscored matches: full-text count and token match, and exact match of one column's value.
 
-/** Every row matching a full-text query (docs/api.md), with `columns`; undefined when the query has no token. */
-async function fullTextMatches(table: TableHandle, req: MatchRequest, columns: string[]): Promise<Table | undefined> {
+/**
+ * Every row matching a full-text query (docs/api.md), with `columns` (undefined when the query has no token), and
+ * the search's receipt.
+ */
+async function fullTextMatches(
+  table: TableHandle,
+  req: MatchRequest,
+  columns: string[],
+): Promise<{ hits: Table | undefined; receipt: Receipt }> {
   const column = ftsColumn(table, req.field_name, 'field_name');
   const operator = operatorOf(req.operator);
-  if (!hasTokens(req.query)) return undefined;
-  return table.rows.textMatches({ query: req.query, field: column, operator }, columns);
+  const tokens = hasTokens(req.query);
+  const { receipt } = await freshnessOf(table, [tokens ? declarationKey('fts', column) : undefined], false);
+  if (!tokens) return { hits: undefined, receipt };
+  return { hits: await table.rows.textMatches({ query: req.query, field: column, operator }, columns), receipt };
 }
 
 /** The exact number of rows matching a full-text query; no columns are read, the source only counts. */
-export async function countMatches(table: TableHandle, req: MatchRequest): Promise<number> {
-  return (await fullTextMatches(table, req, []))?.numRows ?? 0;
+export async function countMatches(
+  table: TableHandle,
+  req: MatchRequest,
+): Promise<{ count: number; receipt: Receipt }> {
+  const { hits, receipt } = await fullTextMatches(table, req, []);
+  return { count: hits?.numRows ?? 0, receipt };
 }
 
 /** The rows `count` would count, in row order, unscored. */
 export async function tokenMatch(table: TableHandle, req: MatchRequest, maxBytes: number): Promise<RowsResult> {
   const fields = projectionOf(table, req.projection);
-  const hits = await fullTextMatches(table, req, [ROW_KEY]);
+  const { hits, receipt } = await fullTextMatches(table, req, [ROW_KEY]);
   const keys = hits === undefined ? [] : inRowOrder(hits);
-  return rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
+  const rows = await rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
+  return { ...rows, receipt };
 }
 
 /**

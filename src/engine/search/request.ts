@@ -13,10 +13,20 @@ export type HybridRequest = Omit<Static<typeof HybridSearchBody>, 'table_name'>;
 export type MatchRequest = Omit<Static<typeof TokenMatchBody>, 'table_name'>;
 export type ExactRequest = Omit<Static<typeof ExactMatchBody>, 'table_name'>;
 
-/** Rows to answer with, and their schema (for an empty answer). */
+/**
+ * What a search read (docs/api.md, freshness receipt): the table version it started from (every write answered
+ * before it is in it) and the most rows any of its legs read outside its index.
+ */
+export interface Receipt {
+  version: number;
+  freshRows: number;
+}
+
+/** Rows to answer with, and their schema (for an empty answer); a search's receipt with them. */
 export interface RowsResult {
   schema: Schema;
   rows: RecordBatch[];
+  receipt?: Receipt;
 }
 
 /** The operator of the contract's (which allows only "or" and "and", in any case). */

@@ -10,6 +10,7 @@ import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
 import { type ColumnDescriptor, schemaFromFields, schemaFromIpc, schemaToIpc, storedSchema } from './schema.js';
 import { Serial } from './serial.js';
+import { UnindexedRows } from './unindexed.js';
 
 /** A create_table body (the contract's type). */
 export type CreateTableRequest = Static<typeof CreateTableBody>;
@@ -30,6 +31,8 @@ export class TableHandle {
   readonly changes = new TableChanges();
   /** What upkeep keeps of the table between its passes. */
   readonly upkeep = new TableUpkeep();
+  /** How far its rows run ahead of its indexes (searches' receipts, backpressure, `strata_unindexed_rows`). */
+  readonly unindexed: UnindexedRows;
   private disposed = false;
 
   constructor(
@@ -39,7 +42,9 @@ export class TableHandle {
     readonly indexes: TableIndexes,
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release'>,
-  ) {}
+  ) {
+    this.unindexed = new UnindexedRows(rows, indexes);
+  }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
   dispose(): void {

@@ -19,8 +19,6 @@ export class TableUpkeep {
    * prune is due.
    */
   pruneAt: { version: number; oldest: number; at: number } | undefined;
-  /** Rows a search index does not cover yet, as the last pass found them. */
-  behind = 0;
   /** Rows the previous pass that saw the table change counted, and passes in a row it deferred (`loading`). */
   counted: number | undefined;
   deferred = 0;
@@ -36,7 +34,6 @@ export class TableUpkeep {
     this.tidied = undefined;
     this.seen = undefined;
     this.pruneAt = undefined;
-    this.behind = 0;
     this.counted = undefined;
     this.deferred = 0;
     this.trainedRows.clear();

@@ -14,6 +14,8 @@ export interface UpkeepOptions {
   annMinRows: number;
   /** Table versions older than this are pruned. */
   retainMs: number;
+  /** No pass runs (nor commits anything) while set (`STRATA_UPKEEP_PAUSED`). */
+  paused: boolean;
   /**
    * Whether other nodes write these tables too (a shared control store). Their commits can fall between upkeep's
    * own, and no statistic of a version tells a replace of whole fragments from a compaction: upkeep's versions
@@ -122,20 +124,30 @@ export class Upkeep {
   }
 
   /**
-   * Rows searches of this database's open tables scan by brute force (the most any one search index of a table
-   * misses, summed over tables), as the last pass found them.
+   * Rows searches of the open tables whose upkeep this node holds scan by brute force (the most any one search
+   * index of a table misses, summed over tables), as this node's writes and folds leave them (`UnindexedRows`).
    */
   unindexedRows(): number {
     let rows = 0;
-    for (const table of this.tables.opened()) rows += table.upkeep.behind;
+    for (const table of this.tables.opened()) {
+      if (this.leased.has(table.record.tableId)) rows += table.unindexed.last?.behind ?? 0;
+    }
     return rows;
   }
 
   start(): void {
-    this.timer = setInterval(() => {
-      if (this.pass === undefined) this.pass = this.run().finally(() => (this.pass = undefined));
-    }, this.options.intervalMs);
+    if (this.options.paused) return;
+    this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
     this.timer.unref();
+  }
+
+  /**
+   * Starts a pass now unless one is running: the interval's tick, and a write that left a table's rows far enough
+   * ahead of its indexes (`WriteAdmission`), so that tails stay small under steady ingest.
+   */
+  nudge(): void {
+    if (this.pass !== undefined || this.stopped || this.options.paused) return;
+    this.pass = this.run().finally(() => (this.pass = undefined));
   }
 
   async stop(): Promise<void> {
@@ -149,6 +161,7 @@ export class Upkeep {
 
   /** One pass over every open table; exposed so tests and benchmarks can wait for a settled state. */
   async run(): Promise<void> {
+    if (this.options.paused) return;
     const open = new Map<string, TableHandle>();
     for (const handle of this.tables.openHandles()) {
       if (this.stopped) return;
@@ -212,7 +225,6 @@ export class Upkeep {
     }
     if (!lease.held) {
       this.leased.delete(id);
-      table.upkeep.behind = 0;
       return;
     }
     if (lease.tookOver) this.observer.tookOver();
@@ -247,6 +259,8 @@ export class Upkeep {
       await this.pruneIdle(table, version);
       return;
     }
+    // Written by another node, or first seen: what its indexes miss is read once for this version.
+    await table.unindexed.at(version);
     if (!quiet && (await this.loading(table))) return;
     kept.tidied ??= version;
     const indices = await table.rows.indexes();
@@ -266,8 +280,8 @@ export class Upkeep {
     } else {
       reindexed = await this.retrainOutgrown(table, trained, indices);
     }
-    const { searchBehind, keysBehind } = await this.behindOf(table);
-    kept.behind = searchBehind;
+    if (reindexed) table.unindexed.folded();
+    const { searchBehind, keysBehind } = await this.behindOf(table, version);
     const rewritten = table.changes.between(kept.tidied ?? version, version) === 'rewrite';
     // Search indexes are folded at once (fresh rows are searched by brute force until then); the row key's
     // waits until writes pause or enough small fragments pile up.
@@ -280,8 +294,8 @@ export class Upkeep {
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
       // accounted for, so the next pass optimizes again rather than miss the write.
       if (optimized) {
-        // What the pass found behind is folded in; rows written meanwhile show on the next pass.
-        kept.behind = 0;
+        // What the pass found behind is folded in; rows written meanwhile are counted again from the statistics.
+        table.unindexed.folded();
         kept.tidied = version;
         await table.rows.compacted();
         reindexed = true;
@@ -297,26 +311,19 @@ export class Upkeep {
   }
 
   /**
-   * The most rows any declared index of the table is behind (`behindOf`), and whether the row key's index misses
-   * any: what the indexes' statistics say now.
+   * The most rows any declared index of the table is behind at `version` (`UnindexedRows`), and whether the row
+   * key's index misses any now.
    */
-  private async behindOf(table: TableHandle): Promise<{ searchBehind: number; keysBehind: boolean }> {
-    const present = await table.rows.indexes();
-    let searchBehind = 0;
-    for (const declared of declaredIndexes(table.indexes)) {
-      const index = storedIndexOf(declared, present);
-      if (index === undefined) continue;
-      searchBehind = Math.max(searchBehind, behindOf(await table.rows.indexStats(index.name)));
-    }
-    const keys = present.find((i) => i.columns.includes(ROW_KEY));
+  private async behindOf(table: TableHandle, version: number): Promise<{ searchBehind: number; keysBehind: boolean }> {
+    const searchBehind = (await table.unindexed.at(version)).behind;
+    const keys = (await table.rows.indexes()).find((i) => i.columns.includes(ROW_KEY));
     const keysBehind = keys !== undefined && behindOf(await table.rows.indexStats(keys.name)) > 0;
     return { searchBehind, keysBehind };
   }
 
   /**
    * Whether a table that changed since the previous pass is being loaded (`LOADING_MIN_ROWS`), so that this pass
-   * leaves it be. The rows written since count as behind its search indexes (an estimate: rows written while
-   * the previous pass ran may count twice).
+   * leaves it be.
    */
   private async loading(table: TableHandle): Promise<boolean> {
     const kept = table.upkeep;
@@ -330,10 +337,6 @@ export class Upkeep {
       return false;
     }
     kept.deferred = deferred + 1;
-    // First seen, nothing is known of its indexes: their statistics say what they miss.
-    const searched = declaredIndexes(table.indexes).length > 0;
-    if (before === undefined) kept.behind = (await this.behindOf(table)).searchBehind;
-    else if (searched) kept.behind += grown;
     return true;
   }
 

@@ -1,5 +1,5 @@
 import type { Schema } from 'apache-arrow';
-import { NotFound, StrataError } from '../../errors.js';
+import { NotFound, StrataError, Throttled } from '../../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../../sql/database.js';
 import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
@@ -9,7 +9,7 @@ import { LanceStore, storageFailure, type UpkeepProcess } from '../lance/index.j
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
 import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
-import type { ExactRequest, HybridRequest, MatchRequest, RowsResult } from '../search/request.js';
+import type { ExactRequest, HybridRequest, MatchRequest, Receipt, RowsResult } from '../search/request.js';
 import { TablesSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import { type CreateTableRequest, type TableDescription, type TableHandle, Tables } from '../tables/tables.js';
@@ -44,6 +44,8 @@ export interface WorkerDeps {
   maxTables: number;
   /** Bytes a row reply may take (`STRATA_MAX_RESULT_BYTES`). */
   maxResultBytes: number;
+  /** Rows a table's indexes may miss before writes that add rows wait (`STRATA_MAX_UNINDEXED_ROWS`). */
+  maxUnindexedRows: number;
   /** How writes run under idempotency keys. */
   writes: WritePath;
 }
@@ -53,6 +55,9 @@ interface NodeShared {
   upkeepProcess: UpkeepProcess;
   json: JsonThread;
 }
+
+/** The wait a write refused as `index_behind` is asked for: a fold of a capped tail takes seconds. */
+const BEHIND_RETRY_S = 2;
 
 /** Credentials this close to expiry make the worker reconnect before its next request. */
 const RENEW_BEFORE_MS = 5 * 60_000;
@@ -75,7 +80,7 @@ export class DatabaseWorker {
     private readonly sqlOptions: InstanceOptions & SqlLimits,
     private readonly expiresAtMs: number | undefined,
     private readonly json: JsonThread,
-    private readonly maxResultBytes: number,
+    private readonly limits: Pick<WorkerDeps, 'maxResultBytes' | 'maxUnindexedRows'>,
     private readonly writes: WritePath,
   ) {}
 
@@ -93,7 +98,7 @@ export class DatabaseWorker {
       deps.sql,
       location.expiresAtMs,
       node.json,
-      deps.maxResultBytes,
+      deps,
       deps.writes,
     );
   }
@@ -135,14 +140,18 @@ export class DatabaseWorker {
     };
     return {
       run: async (hooks) => {
+        if (body !== undefined) await this.admit(handle);
         const batches = body === undefined ? undefined : await rows(body);
         if ((await hooks?.beforeWrite(handle.record.tableId, batches?.batches)) === 'stop') return undefined;
         const beforeCommit = hooks?.beforeCommit;
         switch (command.kind) {
           case 'append':
-            return append(this.catalog, handle, batches as ParsedRows, beforeCommit);
+            return this.adding(handle, append(this.catalog, handle, batches as ParsedRows, beforeCommit));
           case 'update':
-            return replace(this.catalog, handle, command.predicate, batches as ParsedRows, beforeCommit);
+            return this.adding(
+              handle,
+              replace(this.catalog, handle, command.predicate, batches as ParsedRows, beforeCommit),
+            );
           case 'delete':
             return remove(this.catalog, handle, command.predicate, beforeCommit);
         }
@@ -164,6 +173,30 @@ export class DatabaseWorker {
     };
   }
 
+  /**
+   * Refuses a write that adds rows to a table whose indexes already miss `maxUnindexedRows` (docs/api.md,
+   * Backpressure): every search would scan them outside the indexes. Upkeep is asked to fold them at once. Before
+   * the body is read or its key claimed: a refused write leaves nothing behind.
+   */
+  private async admit(handle: TableHandle): Promise<void> {
+    const { unindexed } = handle;
+    const known = unindexed.last ?? (await unindexed.at(await handle.rows.version()));
+    const cap = this.limits.maxUnindexedRows;
+    if (known.behind < cap) return;
+    this.upkeep.nudge();
+    throw new Throttled(
+      `table "${handle.record.name}" holds ${known.behind} rows its indexes do not cover yet, the most STRATA_MAX_UNINDEXED_ROWS allows (${cap}); upkeep is folding them in: retry after Retry-After`,
+      { retryAfterS: BEHIND_RETRY_S, code: 'index_behind' },
+    );
+  }
+
+  /** A write that adds rows: once it committed, upkeep starts folding if it left the table's tail past a quarter of the cap. */
+  private async adding<T>(handle: TableHandle, write: Promise<T>): Promise<T> {
+    const written = await write;
+    if ((handle.unindexed.last?.behind ?? 0) * 4 >= this.limits.maxUnindexedRows) this.upkeep.nudge();
+    return written;
+  }
+
   /** A body's rows as the table's columns (JSON converted off the event loop: `JsonThread`). */
   private rowsOf(handle: TableHandle, body: RowsBody): Promise<ParsedRows> {
     if (body.kind === 'json') return this.json.parse(handle.schema, handle.record.schemaIpc, body.bytes);
@@ -179,16 +212,16 @@ export class DatabaseWorker {
     return this.onTable(table, (handle) => hybridSearch(handle, req));
   }
 
-  count(table: string, req: MatchRequest): Promise<number> {
+  count(table: string, req: MatchRequest): Promise<{ count: number; receipt: Receipt }> {
     return this.onTable(table, (handle) => countMatches(handle, req));
   }
 
   tokenMatch(table: string, req: MatchRequest): Promise<RowsResult> {
-    return this.onTable(table, (handle) => tokenMatch(handle, req, this.maxResultBytes));
+    return this.onTable(table, (handle) => tokenMatch(handle, req, this.limits.maxResultBytes));
   }
 
   exactMatch(table: string, req: ExactRequest): Promise<RowsResult> {
-    return this.onTable(table, (handle) => exactMatch(handle, req, this.maxResultBytes));
+    return this.onTable(table, (handle) => exactMatch(handle, req, this.limits.maxResultBytes));
   }
 
   /**

@@ -38,16 +38,21 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
-/** Runs one commit of a write through the row source, telling the table's change record what kind of version it made. */
+/**
+ * Runs one commit of a write through the row source, telling the table's change record what kind of version it
+ * made, and its count of unindexed rows the `added` rows it wrote (outside every index until upkeep folds them).
+ */
 async function recording<T extends { version: number }>(
   table: TableHandle,
   kind: ChangeKind,
+  added: number,
   commit: () => Promise<T>,
 ): Promise<T> {
   const done = table.changes.beginWrite();
   try {
     const result = await commit();
     done({ version: result.version, kind });
+    table.unindexed.committed(result.version, added);
     return result;
   } finally {
     done();
@@ -84,7 +89,7 @@ export async function append(
     // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await recording(table, 'append', () => table.rows.append(withRowKeys(table, rows, keys)));
+    const result = await recording(table, 'append', n, () => table.rows.append(withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
@@ -146,7 +151,9 @@ export async function replace(
       });
       await catalog.durable();
     }
-    const merged = await recording(table, 'rewrite', () => table.rows.replaceByKey(withRowKeys(table, rows, keys)));
+    const merged = await recording(table, 'rewrite', sent, () =>
+      table.rows.replaceByKey(withRowKeys(table, rows, keys)),
+    );
     const tombstoned = merged.replaced;
     return {
       rows,
@@ -179,7 +186,7 @@ export async function remove(
       await catalog.durable();
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
-    const deleted = await recording(table, 'rewrite', () => table.rows.delete(checked));
+    const deleted = await recording(table, 'rewrite', 0, () => table.rows.delete(checked));
     const tombstoned = Math.min(matched, deleted.deleted);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });

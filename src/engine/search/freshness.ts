@@ -1,0 +1,26 @@
+import type { TableHandle } from '../tables/tables.js';
+import type { Receipt } from './request.js';
+
+/** How a search reads beside its indexes: its receipt, and for each leg whether it reads only what its index covers. */
+export interface Freshness {
+  receipt: Receipt;
+  indexedOnly: boolean[];
+}
+
+/**
+ * The version a search starts from and what its legs (each the declaration key of the index it reads through, or
+ * undefined for a leg that does not run) read outside their indexes there. Under `eventual`, a leg whose index is
+ * built reads only what that covers, and so nothing outside it; one whose index upkeep has not built yet scans as
+ * ever (docs/api.md).
+ */
+export async function freshnessOf(
+  table: TableHandle,
+  legs: readonly (string | undefined)[],
+  eventual: boolean,
+): Promise<Freshness> {
+  const version = await table.rows.version();
+  const unindexed = await table.unindexed.at(version);
+  const indexedOnly = legs.map((key) => eventual && key !== undefined && unindexed.indexed.has(key));
+  const outside = legs.map((key, i) => (key === undefined || indexedOnly[i] ? 0 : (unindexed.rows.get(key) ?? 0)));
+  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexedOnly };
+}

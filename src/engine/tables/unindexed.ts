@@ -1,0 +1,93 @@
+import { behindOf, declaredIndexes, storedIndexOf, type TableIndexes } from '../indexes/registry.js';
+import type { RowSource } from '../rows/source.js';
+
+/** What searches of one table version read outside its indexes. */
+export interface Unindexed {
+  version: number;
+  /**
+   * Rows a search through each declaration (by its key, `fts:title`) reads outside any index: those its store index
+   * does not cover yet, or every row while a trained index is not built (the column is scanned exactly).
+   */
+  rows: ReadonlyMap<string, number>;
+  /** Declarations whose store index exists (a search may ask it alone: `consistency: "eventual"`). */
+  indexed: ReadonlySet<string>;
+  /** The most rows any built index is behind: what upkeep has to fold, what `strata_unindexed_rows` reports. */
+  behind: number;
+}
+
+/**
+ * How far a table's rows run ahead of its indexes, version by version. Read from the indexes' statistics once per
+ * version, and moved along by this node's own commits without reading anything: an append or replace adds its
+ * rows outside every index (Lance writes them to new fragments), a delete adds none. A commit this node did not
+ * see (another node's, or upkeep's fold) makes the next read go back to the statistics.
+ */
+export class UnindexedRows {
+  private known: Unindexed | undefined;
+  private reading: { version: number; done: Promise<Unindexed> } | undefined;
+
+  constructor(
+    private readonly source: RowSource,
+    private readonly indexes: TableIndexes,
+  ) {}
+
+  /** The latest this node knows, without reading anything (undefined before the first read). */
+  get last(): Unindexed | undefined {
+    return this.known;
+  }
+
+  /** The rows outside the indexes at `version`: known, or read once from the statistics for every caller. */
+  async at(version: number): Promise<Unindexed> {
+    if (this.known?.version === version) return this.known;
+    if (this.reading?.version === version) return this.reading.done;
+    const done = this.read(version);
+    const reading = { version, done };
+    this.reading = reading;
+    try {
+      const read = await done;
+      // A commit seen while reading moved `known` past this version: that one stays.
+      if (this.known === undefined || this.known.version < read.version) this.known = read;
+      return read;
+    } finally {
+      if (this.reading === reading) this.reading = undefined;
+    }
+  }
+
+  /**
+   * This node committed `version` on top of the one before, adding `rows` rows outside every index. Unless the
+   * version before is the one known, something else committed in between, and the next `at` reads again.
+   */
+  committed(version: number, rows: number): void {
+    const known = this.known;
+    if (known === undefined || known.version !== version - 1) return;
+    const added = new Map([...known.rows].map(([key, n]) => [key, n + rows] as const));
+    // Every built index misses the new rows, the one furthest behind included.
+    const behind = known.indexed.size > 0 ? known.behind + rows : 0;
+    this.known = { version, rows: added, indexed: known.indexed, behind };
+  }
+
+  /** Upkeep folded (or trained) indexes: what they cover is read again at the next `at`. */
+  folded(): void {
+    this.known = undefined;
+  }
+
+  private async read(version: number): Promise<Unindexed> {
+    const present = await this.source.indexes();
+    const rows = new Map<string, number>();
+    const indexed = new Set<string>();
+    let behind = 0;
+    let all: Promise<number> | undefined;
+    for (const declared of declaredIndexes(this.indexes)) {
+      const index = storedIndexOf(declared, present);
+      if (index === undefined) {
+        all ??= this.source.count();
+        rows.set(declared.key, await all);
+        continue;
+      }
+      const unindexed = behindOf(await this.source.indexStats(index.name));
+      rows.set(declared.key, unindexed);
+      indexed.add(declared.key);
+      behind = Math.max(behind, unindexed);
+    }
+    return { version, rows, indexed, behind };
+  }
+}
