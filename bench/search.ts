@@ -2,7 +2,8 @@
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
  * LanceDB, the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
  * vector leg against exact search, exact count of a two-term query, index build and upkeep times, latency with
- * 10% of rows unindexed (through HTTP, in process, and in process over the indexed rows alone), how long upkeep
+ * 10% of rows unindexed (through HTTP, strong and `consistency: "eventual"`, in process, and in process over the
+ * indexed rows alone), how long upkeep
  * then takes to fold them in and latency after, and server RSS.
  * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
  */
@@ -109,12 +110,18 @@ const KINDS: readonly Kind[] = ['text', 'vector', 'hybrid', 'count'];
 /** How one side (the service over HTTP, or LanceDB in-process) runs query `q` of each kind. */
 type Runner = Record<Kind, (q: number) => Promise<unknown>>;
 
-function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>): Runner {
+/** The service's searches over HTTP; `eventual` asks them to read only what the indexes cover (count cannot). */
+function httpRunner(server: Server, queries: ReturnType<typeof makeQueries>, eventual = false): Runner {
+  const consistency = eventual ? { consistency: 'eventual' } : {};
   const run = (body: object, path = '/v1/hybrid_search/bench') =>
-    server.post(path, JSON.stringify({ table_name: 'docs', ...body }), {
-      'content-type': 'application/json',
-      accept: ARROW,
-    });
+    server.post(
+      path,
+      JSON.stringify({ table_name: 'docs', ...body, ...(path === '/v1/count/bench' ? {} : consistency) }),
+      {
+        'content-type': 'application/json',
+        accept: ARROW,
+      },
+    );
   const text = (q: number) => ({ text_field: 'body', text_query: queries.texts[q], k: K, projection: ['id'] });
   const vector = (q: number) => ({ vector_field: 'emb', vector_query: queries.vectors[q], k: K, projection: ['id'] });
   return {
@@ -300,18 +307,15 @@ async function main(): Promise<void> {
     ).toString(),
   ) as { count: number };
 
-  // 10% more rows that no index covers yet: upkeep held off by a long interval on a restarted server.
+  // 10% more rows that no index covers yet: upkeep paused on a restarted server.
   await server.stop();
-  server = await startServer(
-    dataDir,
-    { STRATA_UPKEEP_INTERVAL_MS: '3600000' },
-    { build: false, secret: server.secret },
-  );
+  server = await startServer(dataDir, { STRATA_UPKEEP_PAUSED: '1' }, { build: false, secret: server.secret });
   await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
   const unindexed = await unindexedRows(lance);
   const unindexedPhase = await measure(
     {
       http: httpRunner(server, queries),
+      httpEventual: httpRunner(server, queries, true),
       inProcess: inProcessRunner(lance, queries),
       indexedOnly: inProcessRunner(lance, queries, true),
     },
@@ -349,6 +353,7 @@ async function main(): Promise<void> {
       in_process_ms: summarize(unindexedPhase.inProcess),
       ratio_http_vs_in_process_p50: ratios(httpUnindexed, unindexedPhase.inProcess),
       in_process_indexed_rows_only_ms: summarize(unindexedPhase.indexedOnly),
+      http_eventual_ms: summarize(unindexedPhase.httpEventual),
       hybrid_p50_vs_indexed: Number((summary(httpUnindexed.hybrid).p50 / summary(http.hybrid).p50).toFixed(2)),
       upkeep_fold_seconds: Number(foldSeconds.toFixed(1)),
       http_ms_after_fold: summarize(httpFolded),
