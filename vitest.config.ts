@@ -13,6 +13,7 @@ const UNIT = [
   'digest-property',
   'fusion-property',
   'index-registry',
+  'text-analyzer',
   'ipc-check',
   'layers',
   'load-groups',
