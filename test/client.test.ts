@@ -231,12 +231,25 @@ describe('retries', () => {
   });
 
   test('a write refused as index_behind is sent again past the retries, for at most retry.behindWaitMs', async () => {
-    // Four refusals, one retry allowed: the waits for the table's indexes are not failed attempts.
-    for (let i = 0; i < 4; i++) answers.push({ status: 429, retryAfter: '0', code: 'index_behind' });
+    // Two refusals, then a 503, with one retry allowed: the waits for the table's indexes are no failed attempts,
+    // and come at least a second apart whatever Retry-After says.
+    answers.push(
+      { status: 429, retryAfter: '0', code: 'index_behind' },
+      { status: 429, code: 'index_behind' },
+      { status: 503, retryAfter: '0' },
+    );
     seen.length = 0;
     const patient = new Strata({ url, apiKey: 'k', retry: { retries: 1, baseDelayMs: 1, maxDelayMs: 5 } });
     expect(await patient.databases.list()).toEqual([]);
-    expect(seen).toHaveLength(5);
+    expect(seen).toHaveLength(4);
+    expect((seen[1] ?? 0) - (seen[0] ?? 0)).toBeGreaterThanOrEqual(990);
+    expect((seen[2] ?? 0) - (seen[1] ?? 0)).toBeGreaterThanOrEqual(990);
+
+    // With retries off, the waits still happen.
+    answers.push({ status: 429, retryAfter: '1', code: 'index_behind' });
+    seen.length = 0;
+    expect(await new Strata({ url, apiKey: 'k', retry: { retries: 0 } }).databases.list()).toEqual([]);
+    expect(seen).toHaveLength(2);
 
     // With no time left to wait, an index_behind refusal counts as any 429.
     for (let i = 0; i < 4; i++) answers.push({ status: 429, retryAfter: '0', code: 'index_behind' });

@@ -1,6 +1,6 @@
 import { Strata } from '@strata/client';
 import { describe, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, metricsOf, startStrata, upkeepPass } from './support/server.js';
+import { activeLocalDatabase, type Client, eventually, metricsOf, startStrata, upkeepPass } from './support/server.js';
 import { type Row, tablesOf } from './support/tables.js';
 
 /**
@@ -99,7 +99,9 @@ describe('the freshness receipt and consistency', () => {
 
       const refused = await search({ text_field: 'body', text_query: 'apple', consistency: 'sometimes' });
       expect(refused.status).toBe(400);
-      expect(JSON.stringify(refused.json)).toContain('consistency');
+      expect(refused.json).toMatchObject({ code: 'bad_request' });
+      expect(JSON.stringify(refused.json)).toContain('consistency must be one of');
+      expect(JSON.stringify(refused.json)).toContain('eventual');
     } finally {
       await server.close();
     }
@@ -136,10 +138,12 @@ describe('strata_unindexed_rows', () => {
       expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(0);
       await tables.append('notes', rows(10, 7, 'pear'));
       expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(7);
+      // A replace or delete is read back from the index statistics, a moment after it is answered.
+      const unindexed = () => metricsOf(server).then((m) => gauge(m, 'strata_unindexed_rows'));
       await tables.update('notes', 'id = 3', rows(3, 1, 'plum'));
-      expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(8);
+      expect(await eventually(unindexed, (n) => n === 8)).toBe(8);
       await tables.remove('notes', 'id = 12');
-      expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(8);
+      expect(await eventually(unindexed, (n) => n === 7)).toBe(7);
       await upkeepPass(server, 'g');
       expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(0);
     } finally {
@@ -168,7 +172,7 @@ describe('backpressure', () => {
       );
       expect(refused.status).toBe(429);
       expect(refused.json.code).toBe('index_behind');
-      expect(refused.json.error).toContain('table "notes" holds 60 rows its indexes do not cover yet');
+      expect(refused.json.error).toContain('table "notes" has 60 rows its indexes do not cover yet');
       expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
       const update = await tables.update('notes', 'id = 1', rows(1, 1, 'fig'));
       expect(update.status).toBe(429);
@@ -212,6 +216,224 @@ describe('backpressure', () => {
       // No timer runs upkeep here: only writes that left the tail long, or were refused, started passes.
       expect(statuses.filter((s) => s === 204)).toHaveLength(5);
       expect(statuses.every((s) => s === 200 || s === 204 || s === 429)).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('BM25 over the live rows', () => {
+  /** BM25 over the live rows, computed here: k1 1.2, b 0.75, Lucene's idf; rows without tokens are no documents. */
+  function reference(live: ReadonlyMap<number, string | null>, query: string, and: boolean): Map<number, number> {
+    const tokens = (text: string | null) =>
+      (text ?? '')
+        .toLowerCase()
+        .split(/[^a-z0-9]+/)
+        .filter(Boolean);
+    const docs = [...live].map(([id, text]) => [id, tokens(text)] as const).filter(([, t]) => t.length > 0);
+    const total = docs.reduce((n, [, t]) => n + t.length, 0);
+    const df = new Map<string, number>();
+    for (const [, t] of docs) for (const term of new Set(t)) df.set(term, (df.get(term) ?? 0) + 1);
+    const terms = tokens(query);
+    const scores = new Map<number, number>();
+    for (const [id, t] of docs) {
+      let score = 0;
+      let all = true;
+      for (const term of terms) {
+        const tf = t.filter((x) => x === term).length;
+        if (tf === 0) {
+          all = false;
+          continue;
+        }
+        const n = df.get(term) ?? 0;
+        const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5));
+        score += (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * t.length * docs.length) / total));
+      }
+      if (score > 0 && (!and || all)) scores.set(id, score);
+    }
+    return scores;
+  }
+
+  test('the same scores and ranking whatever was folded, deleted or replaced since', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      await activeLocalDatabase(client, 'b');
+      const tables = tablesOf(client, 'b');
+      await tables.create({
+        table_name: 'docs',
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+        ],
+        indexes: { fts: ['body'] },
+      });
+      const words = ['red', 'Kettle', 'blue', 'pot', 'tea', 'cup', 'green', 'steel', 'iron', 'jug'];
+      let seed = 11;
+      const random = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
+      const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+      const body = () => {
+        const r = random();
+        if (r < 0.05) return null;
+        if (r < 0.1) return '!!';
+        return Array.from({ length: 1 + Math.floor(random() * 9) }, () => pick(words)).join(
+          random() < 0.5 ? ' ' : ', ',
+        );
+      };
+      const live = new Map<number, string | null>();
+      let next = 0;
+      const append = async (n: number) => {
+        const rows = Array.from({ length: n }, () => ({ id: next++, body: body() }));
+        expect((await tables.append('docs', rows)).status).toBe(200);
+        for (const row of rows) live.set(row.id, row.body);
+      };
+      const check = async (step: string) => {
+        for (let q = 0; q < 4; q++) {
+          const query = Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(words)).join(' ');
+          const and = q === 3;
+          const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
+            'POST',
+            '/v1/hybrid_search/b',
+            {
+              table_name: 'docs',
+              text_field: 'body',
+              text_query: query,
+              operator: and ? 'and' : 'or',
+              k: 1000,
+              projection: ['id'],
+            },
+            { accept: 'application/json' },
+          );
+          const expected = [...reference(live, query, and)].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+          const got = reply.json.data;
+          expect(
+            got.map((r) => r.id),
+            `${step}: "${query}" ranking`,
+          ).toEqual(expected.map(([id]) => id));
+          got.forEach((row, i) => {
+            const want = expected[i]?.[1] ?? Number.NaN;
+            expect(Math.abs(row._bm25 - want) / want, `${step}: "${query}" row ${row.id}`).toBeLessThan(1e-6);
+          });
+        }
+      };
+
+      await append(120);
+      await check('a tail, nothing indexed');
+      await upkeepPass(server, 'b');
+      await check('folded');
+      for (let step = 0; step < 12; step++) {
+        const action = pick(['append', 'update', 'delete', 'fold'] as const);
+        if (action === 'append') await append(1 + Math.floor(random() * 30));
+        if (action === 'fold') await upkeepPass(server, 'b');
+        if (action === 'update' || action === 'delete') {
+          const ids = [...live.keys()].filter(() => random() < 0.1);
+          if (ids.length > 0) {
+            const predicate = `id IN (${ids.join(', ')})`;
+            if (action === 'delete') {
+              expect((await tables.remove('docs', predicate)).status).toBe(200);
+              for (const id of ids) live.delete(id);
+            } else {
+              const rows = ids.map((id) => ({ id, body: body() }));
+              expect((await tables.update('docs', predicate, rows)).status).toBe(200);
+              for (const row of rows) live.set(row.id, row.body);
+            }
+          }
+        }
+        await check(`step ${step} (${action})`);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('receipts and backpressure after deletes, replaces and repeats', () => {
+  test('a delete or replace is reflected in the receipt, and a repeat of a landed write at the cap is answered', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_UPKEEP_PAUSED: '1', STRATA_MAX_UNINDEXED_ROWS: '50' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'r');
+      const keyed = { 'idempotency-key': 'first-load', accept: 'application/json' };
+      const first = await client.request('POST', '/v1/append/r?table=notes', { data: rows(0, 60, 'plum') }, keyed);
+      expect(first.status).toBe(200);
+      // At the cap now: the same request again is the first one's answer, not a refusal.
+      const again = await client.request('POST', '/v1/append/r?table=notes', { data: rows(0, 60, 'plum') }, keyed);
+      expect(again.status).toBe(200);
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      // The same key for another body is still told so, and a body that is no rows still gets its 400.
+      const reused = await client.request('POST', '/v1/append/r?table=notes', { data: rows(0, 1, 'plum') }, keyed);
+      expect(reused.json).toMatchObject({ code: 'idempotency_key_reused' });
+      const bad = await client.request('POST', '/v1/append/r?table=notes', { data: [{ id: 'x' }] });
+      expect(bad.status).toBe(400);
+
+      const search = async (body: Record<string, unknown>) =>
+        receipt(
+          (
+            await client.request(
+              'POST',
+              '/v1/hybrid_search/r',
+              { table_name: 'notes', k: 5, ...body },
+              {
+                accept: 'application/json',
+              },
+            )
+          ).headers,
+        ).fresh;
+      const text = { text_field: 'body', text_query: 'plum' };
+      const vector = { vector_field: 'emb', vector_query: [1, 1, 0, 0] };
+      expect(await search(text)).toBe(60);
+      expect(await search(vector)).toBe(60);
+      // 20 of the 60 deleted: the exact scan reads 40 rows; under the cap again, appends are taken.
+      expect((await tables.remove('notes', 'id < 20')).status).toBe(200);
+      expect(await search(vector)).toBe(40);
+      expect(await search(text)).toBe(40);
+      // A replace adds no row to the exactly scanned column.
+      expect((await tables.update('notes', 'id = 30', rows(30, 1, 'plum'))).status).toBe(200);
+      expect(await search(vector)).toBe(40);
+      expect((await tables.append('notes', rows(100, 5, 'plum'))).status).toBe(200);
+      expect(await search(vector)).toBe(45);
+      expect(await search({ ...text, k: 0 })).toBe(0);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('eventual reads a built ANN index alone, and says so', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'e');
+      const spread = Array.from({ length: 300 }, (_, i) => ({
+        id: i,
+        body: `w${i}`,
+        emb: [Math.cos(i), Math.sin(i), i / 300, 1],
+      }));
+      expect((await tables.append('notes', spread)).status).toBe(200);
+      await upkeepPass(server, 'e'); // trains the ANN index on the 300 rows
+      expect((await tables.append('notes', [{ id: 999, body: 'new', emb: [5, 5, 5, 5] }])).status).toBe(200);
+      const nearest = async (consistency: string) => {
+        const reply = await client.request<{ data: { id: number }[] }>(
+          'POST',
+          '/v1/hybrid_search/e',
+          {
+            table_name: 'notes',
+            vector_field: 'emb',
+            vector_query: [5, 5, 5, 5],
+            k: 1,
+            projection: ['id'],
+            consistency,
+          },
+          { accept: 'application/json' },
+        );
+        return { id: reply.json.data[0]?.id, fresh: receipt(reply.headers).fresh };
+      };
+      expect(await nearest('strong')).toEqual({ id: 999, fresh: 1 });
+      const eventual = await nearest('eventual');
+      expect(eventual.fresh).toBe(0);
+      expect(eventual.id).not.toBe(999);
     } finally {
       await server.close();
     }

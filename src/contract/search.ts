@@ -17,7 +17,8 @@ export const HybridSearchBody = Type.Object(
     text_weight: Type.Optional(Type.Number({ minimum: 0 })),
     vector_weight: Type.Optional(Type.Number({ minimum: 0 })),
     window: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
-    consistency: Type.Optional(Type.Union([Type.Literal('strong'), Type.Literal('eventual')])),
+    // An enum rather than a union of literals: a wrong value is then told both that are allowed.
+    consistency: Type.Optional(Type.Unsafe<'strong' | 'eventual'>({ type: 'string', enum: ['strong', 'eventual'] })),
   },
   { additionalProperties: false },
 );

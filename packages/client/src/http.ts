@@ -15,8 +15,9 @@ export interface RetryOptions {
    */
   maxWaitMs: number;
   /**
-   * How long a write refused as `index_behind` (its table's indexes are catching up) is sent again, whatever
-   * `retries` says: the service is well and asks writers to slow down, so the writer waits rather than fails.
+   * How long a write refused as `index_behind` (its table's indexes are catching up) is sent again, at least a
+   * second apart, beside and whatever `retries` says: the service is well and asks writers to slow down, so the
+   * writer waits rather than fails. 0: such a refusal is a 429 like any other.
    */
   behindWaitMs: number;
 }
@@ -120,6 +121,9 @@ const retryable = ({ status, code }: StrataError) =>
   status === 503 ||
   (status === 409 && RETRY_CONFLICTS.has(code));
 
+/** The least wait before a write refused as `index_behind` is sent again, whatever Retry-After says (or lacks). */
+const MIN_BEHIND_WAIT_MS = 1000;
+
 /** A refusal whose Retry-After asks for more than `maxWaitMs`: given up at once, in the service's own words. */
 const waitRefused = (failure: StrataError, maxWaitMs: number) =>
   new StrataError(
@@ -181,7 +185,7 @@ export class Http {
   async send(req: Request): Promise<Response> {
     const { retries, baseDelayMs, maxDelayMs, maxWaitMs, behindWaitMs } = this.options.retry;
     const behindUntil = Date.now() + behindWaitMs;
-    for (let attempt = 0; ; attempt++) {
+    for (let attempt = 0; ; ) {
       let failure: StrataError;
       try {
         const res = await this.once(req);
@@ -192,14 +196,19 @@ export class Http {
         if (!(err instanceof StrataError)) throw err;
         failure = err;
       }
-      const behind = failure.code === 'index_behind' && Date.now() < behindUntil;
-      // Waits for the indexes to catch up are not failed attempts.
-      if (behind && retries > 0) attempt = Math.min(attempt, retries - 1);
-      if (!retryable(failure) || attempt >= retries) throw failure;
       const asked = failure.retryAfterMs ?? 0;
+      // Waits for a table's indexes to catch up are not failed attempts, and their own budget is time.
+      const left = behindUntil - Date.now();
+      if (failure.status === 429 && failure.code === 'index_behind' && left > 0) {
+        if (asked > maxWaitMs) throw waitRefused(failure, maxWaitMs);
+        await sleep(Math.min(left, maxWaitMs, Math.max(asked, MIN_BEHIND_WAIT_MS)), req.signal);
+        continue;
+      }
+      if (!retryable(failure) || attempt >= retries) throw failure;
       if (asked > maxWaitMs) throw waitRefused(failure, maxWaitMs);
       const backoff = Math.random() * Math.min(maxDelayMs, baseDelayMs * 2 ** attempt);
       await sleep(Math.min(maxWaitMs, Math.max(asked, backoff)), req.signal);
+      attempt++;
     }
   }
 

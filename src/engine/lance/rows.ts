@@ -138,19 +138,25 @@ export class LanceRows extends LanceReads implements RowSource {
   }
 
   async vectorLeg(leg: VectorLeg): Promise<Hits> {
-    await this.recheckAnn();
+    // A leg asked to read its index alone was told it has one: this handle looks at once rather than scan it all.
+    await this.recheckAnn(leg.indexedOnly && !this.ann.has(leg.field));
     return vectorLeg(this.lance, leg, this.ann.has(leg.field));
   }
 
   /**
-   * Looks again (at most every `ANN_RECHECK_MS`) whether vector columns without an ANN index have one now: another
-   * node's upkeep may have built it.
+   * Looks again (at most every `ANN_RECHECK_MS`, unless `now`) whether vector columns without an ANN index have one
+   * now: another node's upkeep may have built it.
    */
-  private async recheckAnn(): Promise<void> {
-    if (this.ann.size < this.declared.vector.length && Date.now() - this.annCheckedMs > ANN_RECHECK_MS) {
+  private async recheckAnn(now = false): Promise<void> {
+    const due = now || Date.now() - this.annCheckedMs > ANN_RECHECK_MS;
+    if (this.ann.size < this.declared.vector.length && due) {
       this.annCheckedMs = Date.now();
       for (const column of annColumns(await this.lance.listIndices())) this.ann.add(column);
     }
+  }
+
+  async tokenize(text: string, column: string): Promise<string[]> {
+    return (await this.lance.tokenize(text, { column })).map((token) => token.text);
   }
 
   textMatches(match: TextMatch, columns: readonly string[]): Promise<Table> {

@@ -142,6 +142,8 @@ export interface RowSource extends RowReads {
   // Search.
   textLeg(leg: TextLeg): Promise<Hits>;
   vectorLeg(leg: VectorLeg): Promise<Hits>;
+  /** The tokens a full-text column's analyzer makes of `text` (for texts the service cannot tokenize itself). */
+  tokenize(text: string, column: string): Promise<string[]>;
   /** Every row matching a full-text query, with `columns` (none: the rows are only counted). */
   textMatches(match: TextMatch, columns: readonly string[]): Promise<Table>;
   /** The row key of each identity a leg handed out, in order; undefined for a row deleted since. */

@@ -1,10 +1,15 @@
 import type { TableHandle } from '../tables/tables.js';
 import type { Receipt } from './request.js';
 
-/** How a search reads beside its indexes: its receipt, and for each leg whether it reads only what its index covers. */
+/**
+ * How a search reads beside its indexes: its receipt, for each leg whether it reads only what its index covers,
+ * and for each whether its index's own statistics still describe the live rows (no row outside it, no deletion
+ * it still counts): a text leg's BM25 scores are then Lance's, else the service's (`engine/text/bm25.ts`).
+ */
 export interface Freshness {
   receipt: Receipt;
   indexedOnly: boolean[];
+  exactIndex: boolean[];
 }
 
 /**
@@ -22,5 +27,8 @@ export async function freshnessOf(
   const unindexed = await table.unindexed.at(version);
   const indexedOnly = legs.map((key) => eventual && key !== undefined && unindexed.indexed.has(key));
   const outside = legs.map((key, i) => (key === undefined || indexedOnly[i] ? 0 : (unindexed.rows.get(key) ?? 0)));
-  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexedOnly };
+  const exactIndex = legs.map(
+    (key) => key !== undefined && unindexed.rows.get(key) === 0 && unindexed.deletedRows === 0,
+  );
+  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexedOnly, exactIndex };
 }

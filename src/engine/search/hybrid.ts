@@ -9,6 +9,7 @@ import { type LegReads, readTextLeg, readVectorLeg } from './legs.js';
 import { planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
 import { keysOf, rowsByKeys } from './result-rows.js';
+import { textScoring } from './text-scoring.js';
 
 // Hybrid search: a BM25 leg and a vector leg (legs.ts) run side by side, fused by reciprocal rank (fusion.ts).
 
@@ -18,6 +19,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const {
     receipt,
     indexedOnly: [textOnlyIndexed = false, vectorOnlyIndexed = false],
+    exactIndex: [textIndexExact = true],
   } = await freshnessOf(
     table,
     [
@@ -26,7 +28,13 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     ],
     req.consistency === 'eventual',
   );
-  if (req.k === 0) return { ...(await rowsByKeys(table, [], fields, [])), receipt };
+  // No leg runs for k = 0: nothing was read outside an index.
+  if (req.k === 0) return { ...(await rowsByKeys(table, [], fields, [])), receipt: { ...receipt, freshRows: 0 } };
+  // BM25 over the live rows whatever the index state; eventual asks for the index's answer, its scores included.
+  const scoring =
+    textQuery === undefined || textField === undefined || textIndexExact || textOnlyIndexed
+      ? undefined
+      : await textScoring(table, receipt.version, textField, textQuery);
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window.
   const both = textQuery !== undefined && vector !== undefined;
@@ -66,7 +74,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
-    return ranking(await readTextLeg(legs, textQuery, textField, operator, textOnlyIndexed), 'higher', req.text_weight);
+    const hits = await readTextLeg(legs, textQuery, textField, operator, textOnlyIndexed, scoring);
+    return ranking(hits, 'higher', req.text_weight);
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;

@@ -2,9 +2,16 @@ import { readingPredicate } from '../predicate/predicate.js';
 import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
+import { rescored, type TextScoring } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
 // edge.
+
+/**
+ * How many times deeper a text leg reads when it scores its hits itself than when Lance's scores are BM25 over the
+ * live rows already: a row the index ranks lower can score higher over the live rows.
+ */
+const RESCORED_DEPTH = 2;
 
 /**
  * Hits a text leg first reads past its window: BM25 scores tie often (same term counts, same length), and row
@@ -36,20 +43,29 @@ export interface LegReads {
   page: number;
 }
 
-/** The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. */
+/**
+ * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
+ * `scoring`, the leg reads each hit's text and scores it over the live rows; it reads deeper then
+ * (`RESCORED_DEPTH`), as the index's ranking is only an approximation of that one.
+ */
 export async function readTextLeg(
   legs: LegReads,
   query: string,
   field: string,
   operator: TextOperator,
   indexedOnly: boolean,
+  scoring: TextScoring | undefined,
 ): Promise<Hits> {
   const { table, filter, both, carried, ranked } = legs;
-  const read = (limit: number) =>
-    readingFilter(() =>
-      table.rows.textLeg({ query, field, operator, filter, limit, columns: carried, ids: both, indexedOnly }),
+  const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
+  const read = async (limit: number) => {
+    const hits = await readingFilter(() =>
+      table.rows.textLeg({ query, field, operator, filter, limit, columns, ids: both, indexedOnly }),
     );
-  return readLeg(read, 'higher', ranked, firstTextRead(ranked, both));
+    return scoring === undefined ? hits : rescored(hits, scoring);
+  };
+  const first = firstTextRead(ranked, both);
+  return readLeg(read, 'higher', ranked, scoring === undefined ? first : RESCORED_DEPTH * first);
 }
 
 /** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */

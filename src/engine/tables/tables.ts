@@ -5,6 +5,7 @@ import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import { builtAtCreation, describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
@@ -33,6 +34,8 @@ export class TableHandle {
   readonly upkeep = new TableUpkeep();
   /** How far its rows run ahead of its indexes (searches' receipts, backpressure, `strata_unindexed_rows`). */
   readonly unindexed: UnindexedRows;
+  /** BM25's statistics of its full-text columns over the live rows, once a search needed them. */
+  readonly text: TextStatistics;
   private disposed = false;
 
   constructor(
@@ -41,9 +44,15 @@ export class TableHandle {
     readonly schema: Schema,
     readonly indexes: TableIndexes,
     readonly rows: RowSource,
-    private readonly store: Pick<RowStore, 'release'>,
+    private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
   ) {
     this.unindexed = new UnindexedRows(rows, indexes);
+    this.text = new TextStatistics(
+      indexes.fts,
+      (from, to) => this.changes.between(from, to),
+      (version) => store.snapshot(record.tableId, version),
+      (text, column) => rows.tokenize(text, column),
+    );
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */

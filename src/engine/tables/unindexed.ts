@@ -13,17 +13,24 @@ export interface Unindexed {
   indexed: ReadonlySet<string>;
   /** The most rows any built index is behind: what upkeep has to fold, what `strata_unindexed_rows` reports. */
   behind: number;
+  /**
+   * Rows deleted (or replaced) whose deletion upkeep has not compacted away yet: full-text indexes still count
+   * them in their statistics.
+   */
+  deletedRows: number;
 }
 
 /**
  * How far a table's rows run ahead of its indexes, version by version. Read from the indexes' statistics once per
- * version, and moved along by this node's own commits without reading anything: an append or replace adds its
- * rows outside every index (Lance writes them to new fragments), a delete adds none. A commit this node did not
- * see (another node's, or upkeep's fold) makes the next read go back to the statistics.
+ * version, and moved along by this node's own appends without reading anything (Lance writes their rows to new
+ * fragments, outside every index). A delete or replace (whose rows the statistics then count as they see fit), a
+ * commit this node did not see (another node's), or upkeep's fold makes the next read go back to the statistics.
  */
 export class UnindexedRows {
   private known: Unindexed | undefined;
   private reading: { version: number; done: Promise<Unindexed> } | undefined;
+  /** Moves at every fold: a read that began before one does not keep what it read. */
+  private generation = 0;
 
   constructor(
     private readonly source: RowSource,
@@ -39,13 +46,16 @@ export class UnindexedRows {
   async at(version: number): Promise<Unindexed> {
     if (this.known?.version === version) return this.known;
     if (this.reading?.version === version) return this.reading.done;
+    const generation = this.generation;
     const done = this.read(version);
     const reading = { version, done };
     this.reading = reading;
     try {
       const read = await done;
-      // A commit seen while reading moved `known` past this version: that one stays.
-      if (this.known === undefined || this.known.version < read.version) this.known = read;
+      // Kept unless a commit seen meanwhile moved `known` past it, a fold made it stale, or the statistics read
+      // were of a later version than asked (a commit landed while they were read).
+      const newer = this.known !== undefined && this.known.version >= read.version;
+      if (!newer && generation === this.generation && (await this.source.version()) === version) this.known = read;
       return read;
     } finally {
       if (this.reading === reading) this.reading = undefined;
@@ -53,21 +63,27 @@ export class UnindexedRows {
   }
 
   /**
-   * This node committed `version` on top of the one before, adding `rows` rows outside every index. Unless the
-   * version before is the one known, something else committed in between, and the next `at` reads again.
+   * This node committed `version` on top of the one before: an append of `rows` rows, outside every index (an
+   * exactly scanned column gains them too), or, when `removed`, a delete or replace, after which the statistics
+   * are read again. Unless the version before is the one known, something else committed in between, and the next
+   * `at` reads again.
    */
-  committed(version: number, rows: number): void {
+  committed(version: number, rows: number, removed: boolean): void {
     const known = this.known;
-    if (known === undefined || known.version !== version - 1) return;
+    if (known === undefined || known.version !== version - 1 || removed) {
+      this.known = undefined;
+      return;
+    }
     const added = new Map([...known.rows].map(([key, n]) => [key, n + rows] as const));
     // Every built index misses the new rows, the one furthest behind included.
     const behind = known.indexed.size > 0 ? known.behind + rows : 0;
-    this.known = { version, rows: added, indexed: known.indexed, behind };
+    this.known = { ...known, version, rows: added, behind };
   }
 
   /** Upkeep folded (or trained) indexes: what they cover is read again at the next `at`. */
   folded(): void {
     this.known = undefined;
+    this.generation++;
   }
 
   private async read(version: number): Promise<Unindexed> {
@@ -88,6 +104,7 @@ export class UnindexedRows {
       indexed.add(declared.key);
       behind = Math.max(behind, unindexed);
     }
-    return { version, rows, indexed, behind };
+    const deletedRows = (await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN;
+    return { version, rows, indexed, behind, deletedRows };
   }
 }

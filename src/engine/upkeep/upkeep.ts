@@ -118,6 +118,11 @@ export class Upkeep {
     private readonly leases: UpkeepLeases,
   ) {}
 
+  /** Whether upkeep is paused on this node (`STRATA_UPKEEP_PAUSED`). */
+  get paused(): boolean {
+    return this.options.paused;
+  }
+
   /** Tables whose upkeep this database's worker holds the lease of. */
   get leasesHeld(): number {
     return this.leased.size;
@@ -143,11 +148,11 @@ export class Upkeep {
 
   /**
    * Starts a pass now unless one is running: the interval's tick, and a write that left a table's rows far enough
-   * ahead of its indexes (`WriteAdmission`), so that tails stay small under steady ingest.
+   * ahead of its indexes (the worker's `adding` and `admit`), so that tails stay small under steady ingest.
    */
   nudge(): void {
     if (this.pass !== undefined || this.stopped || this.options.paused) return;
-    this.pass = this.run().finally(() => (this.pass = undefined));
+    this.run().catch((err: unknown) => this.log.warn({ err }, 'an upkeep pass failed; the next one tries again'));
   }
 
   async stop(): Promise<void> {
@@ -159,8 +164,22 @@ export class Upkeep {
     this.leased.clear();
   }
 
-  /** One pass over every open table; exposed so tests and benchmarks can wait for a settled state. */
-  async run(): Promise<void> {
+  /**
+   * One pass over every open table, after the one under way if any (passes never overlap); exposed so tests and
+   * benchmarks can wait for a settled state.
+   */
+  run(): Promise<void> {
+    const pass = (this.pass ?? Promise.resolve()).then(() => this.passOnce());
+    const running = pass
+      .catch(() => undefined)
+      .finally(() => {
+        if (this.pass === running) this.pass = undefined;
+      });
+    this.pass = running;
+    return pass;
+  }
+
+  private async passOnce(): Promise<void> {
     if (this.options.paused) return;
     const open = new Map<string, TableHandle>();
     for (const handle of this.tables.openHandles()) {

@@ -44,7 +44,7 @@ export interface WorkerDeps {
   maxTables: number;
   /** Bytes a row reply may take (`STRATA_MAX_RESULT_BYTES`). */
   maxResultBytes: number;
-  /** Rows a table's indexes may miss before writes that add rows wait (`STRATA_MAX_UNINDEXED_ROWS`). */
+  /** Rows a table's indexes may miss before writes that add rows are refused (`STRATA_MAX_UNINDEXED_ROWS`). */
   maxUnindexedRows: number;
   /** How writes run under idempotency keys. */
   writes: WritePath;
@@ -58,6 +58,8 @@ interface NodeShared {
 
 /** The wait a write refused as `index_behind` is asked for: a fold of a capped tail takes seconds. */
 const BEHIND_RETRY_S = 2;
+/** The same while upkeep is paused on the node, when nothing will fold until it runs again. */
+const PAUSED_RETRY_S = 30;
 
 /** Credentials this close to expiry make the worker reconnect before its next request. */
 const RENEW_BEFORE_MS = 5 * 60_000;
@@ -140,9 +142,11 @@ export class DatabaseWorker {
     };
     return {
       run: async (hooks) => {
-        if (body !== undefined) await this.admit(handle);
         const batches = body === undefined ? undefined : await rows(body);
         if ((await hooks?.beforeWrite(handle.record.tableId, batches?.batches)) === 'stop') return undefined;
+        // After the key is claimed, so that a repeat of a write that landed is answered as such; a refusal lets
+        // the key go again, as any failure before the commit does.
+        if (batches?.batches.some((b) => b.numRows > 0)) await this.admit(handle);
         const beforeCommit = hooks?.beforeCommit;
         switch (command.kind) {
           case 'append':
@@ -174,23 +178,23 @@ export class DatabaseWorker {
   }
 
   /**
-   * Refuses a write that adds rows to a table whose indexes already miss `maxUnindexedRows` (docs/api.md,
-   * Backpressure): every search would scan them outside the indexes. Upkeep is asked to fold them at once. Before
-   * the body is read or its key claimed: a refused write leaves nothing behind.
+   * Refuses a write that adds rows to a table whose indexes already miss `maxUnindexedRows` at its latest version
+   * (docs/api.md, Backpressure): every search would scan them outside the indexes. Upkeep is asked to fold them at
+   * once.
    */
   private async admit(handle: TableHandle): Promise<void> {
-    const { unindexed } = handle;
-    const known = unindexed.last ?? (await unindexed.at(await handle.rows.version()));
+    const { behind } = await handle.unindexed.at(await handle.rows.version());
     const cap = this.limits.maxUnindexedRows;
-    if (known.behind < cap) return;
+    if (behind < cap) return;
     this.upkeep.nudge();
+    const paused = this.upkeep.paused;
     throw new Throttled(
-      `table "${handle.record.name}" holds ${known.behind} rows its indexes do not cover yet, the most STRATA_MAX_UNINDEXED_ROWS allows (${cap}); upkeep is folding them in: retry after Retry-After`,
-      { retryAfterS: BEHIND_RETRY_S, code: 'index_behind' },
+      `table "${handle.record.name}" has ${behind} rows its indexes do not cover yet, at or past STRATA_MAX_UNINDEXED_ROWS (${cap}); ${paused ? 'upkeep is paused on this node (STRATA_UPKEEP_PAUSED), so they stay so until it runs again' : 'upkeep is folding them in'}: retry after Retry-After`,
+      { retryAfterS: paused ? PAUSED_RETRY_S : BEHIND_RETRY_S, code: 'index_behind' },
     );
   }
 
-  /** A write that adds rows: once it committed, upkeep starts folding if it left the table's tail past a quarter of the cap. */
+  /** A write that adds rows: once it committed, upkeep starts folding if it left the table's tail at a quarter of the cap or more. */
   private async adding<T>(handle: TableHandle, write: Promise<T>): Promise<T> {
     const written = await write;
     if ((handle.unindexed.last?.behind ?? 0) * 4 >= this.limits.maxUnindexedRows) this.upkeep.nudge();

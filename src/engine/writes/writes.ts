@@ -6,6 +6,7 @@ import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
 import { ROW_KEY, storedSchema } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import { type ColumnTexts, type CommitTexts, textsOf } from '../text/statistics.js';
 import type { BeforeCommit } from './intent.js';
 import { batchOf, type ParsedRows, rowKeysOf } from './rows.js';
 
@@ -39,24 +40,62 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
 /**
+ * What a commit does to the rows: how many it adds, and the full-text columns' texts of those it removes and adds
+ * (undefined when BM25's statistics were not kept as the write began: nobody needs them).
+ */
+interface RowChange {
+  kind: ChangeKind;
+  added: number;
+  texts: CommitTexts;
+}
+
+/**
  * Runs one commit of a write through the row source, telling the table's change record what kind of version it
- * made, and its count of unindexed rows the `added` rows it wrote (outside every index until upkeep folds them).
+ * made, its count of unindexed rows the rows it added (outside every index until upkeep folds them), and BM25's
+ * statistics the texts it removed and added.
  */
 async function recording<T extends { version: number }>(
   table: TableHandle,
-  kind: ChangeKind,
-  added: number,
+  change: RowChange,
   commit: () => Promise<T>,
 ): Promise<T> {
   const done = table.changes.beginWrite();
   try {
     const result = await commit();
-    done({ version: result.version, kind });
-    table.unindexed.committed(result.version, added);
+    done({ version: result.version, kind: change.kind });
+    table.unindexed.committed(result.version, change.added, change.kind === 'rewrite');
+    // What a delete or replace left outside the indexes is read back in the background, for the gauge.
+    if (change.kind === 'rewrite') table.unindexed.at(result.version).catch(() => undefined);
+    await table.text.committed(result.version, change.texts);
     return result;
   } finally {
     done();
   }
+}
+
+/** The full-text columns' texts of batches of rows. */
+const textsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnTexts =>
+  new Map(table.indexes.fts.map((f) => [f.column, batches.flatMap((batch) => textsOf(batch, f.column))] as const));
+
+/**
+ * The texts a commit removes (the rows of `keys`, read before it) and adds (`batches`), when the table's BM25
+ * statistics are kept (they follow the commit); undefined otherwise, which costs nothing.
+ */
+async function textsOfChange(
+  table: TableHandle,
+  keys: readonly bigint[],
+  batches: readonly RecordBatch[],
+): Promise<CommitTexts> {
+  if (table.indexes.fts.length === 0 || !table.text.kept) return undefined;
+  const columns = [ROW_KEY, ...table.indexes.fts.map((f) => f.column)];
+  const read = keys.length === 0 ? [] : await table.rows.rowsByKey(keys, columns);
+  return {
+    removed: textsOfBatches(
+      table,
+      read.flatMap((t) => t.batches),
+    ),
+    added: textsOfBatches(table, batches),
+  };
 }
 
 /**
@@ -89,7 +128,8 @@ export async function append(
     // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const result = await recording(table, 'append', n, () => table.rows.append(withRowKeys(table, rows, keys)));
+    const change: RowChange = { kind: 'append', added: n, texts: await textsOfChange(table, [], rows) };
+    const result = await recording(table, change, () => table.rows.append(withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
@@ -151,7 +191,8 @@ export async function replace(
       });
       await catalog.durable();
     }
-    const merged = await recording(table, 'rewrite', sent, () =>
+    const texts = await textsOfChange(table, Array.from(keys), rows);
+    const merged = await recording(table, { kind: 'rewrite', added: sent, texts }, () =>
       table.rows.replaceByKey(withRowKeys(table, rows, keys)),
     );
     const tombstoned = merged.replaced;
@@ -186,7 +227,8 @@ export async function remove(
       await catalog.durable();
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
-    const deleted = await recording(table, 'rewrite', 0, () => table.rows.delete(checked));
+    const texts = await textsOfChange(table, Array.from(keys), []);
+    const deleted = await recording(table, { kind: 'rewrite', added: 0, texts }, () => table.rows.delete(checked));
     const tombstoned = Math.min(matched, deleted.deleted);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });

@@ -1,0 +1,199 @@
+import type { RecordBatch } from 'apache-arrow';
+import type { Analyzer, FtsIndex } from '../indexes/registry.js';
+import type { Snapshot } from '../rows/source.js';
+import type { Difference } from '../tables/changes.js';
+import { analyze } from './analyzer.js';
+import type { CollectionStatistics } from './bm25.js';
+
+/** Lance's tokens of a text under a column's analyzer, for the texts `analyze` leaves to it. */
+export type LanceTokens = (text: string, column: string) => Promise<string[]>;
+
+/** The texts of a write's rows, by full-text column (null for a null text). */
+export type ColumnTexts = ReadonlyMap<string, readonly (string | null)[]>;
+
+/** What BM25 needs of one column's live rows, kept up row by row. */
+class ColumnStatistics implements CollectionStatistics {
+  docs = 0;
+  tokens = 0;
+  private readonly rowsWith = new Map<string, number>();
+
+  docsWith(term: string): number {
+    return this.rowsWith.get(term) ?? 0;
+  }
+
+  /** Counts a row's tokens in (`sign` 1) or out (−1); a row without tokens is no document. */
+  count(tokens: readonly string[], sign: 1 | -1): void {
+    if (tokens.length === 0) return;
+    this.docs += sign;
+    this.tokens += sign * tokens.length;
+    for (const term of new Set(tokens)) {
+      const n = (this.rowsWith.get(term) ?? 0) + sign;
+      if (n === 0) this.rowsWith.delete(term);
+      else this.rowsWith.set(term, n);
+    }
+  }
+}
+
+interface Held {
+  version: number;
+  columns: Map<string, ColumnStatistics>;
+}
+
+/** The texts a commit removed and added; undefined when they were not read (no statistics were kept). */
+export type CommitTexts = { removed: ColumnTexts; added: ColumnTexts } | undefined;
+
+/** A commit of this node's, waiting for a build under way to take it in. */
+interface Delta {
+  version: number;
+  texts: CommitTexts;
+}
+
+/** How the table's rows differ between two versions (its change record). */
+export type RowDifference = (from: number, to: number) => Difference;
+
+/**
+ * BM25's statistics of a table's full-text columns over its live rows (docs/api.md, Freshness): rows with tokens,
+ * tokens, and rows per term. Built from one version of the rows on the first search that needs them, then kept
+ * up by this node's commits (`committed`: the texts each removed and added); a commit it did not see that changed
+ * rows (another node's) makes the next search build them again. Versions that only moved rows (upkeep's) carry
+ * them over.
+ */
+export class TextStatistics {
+  private held: Held | undefined;
+  private building: { version: number; done: Promise<Held> } | undefined;
+  /** Commits seen while a build runs, applied once it is done. */
+  private pending: Delta[] = [];
+
+  constructor(
+    private readonly fts: readonly FtsIndex[],
+    private readonly difference: RowDifference,
+    private readonly snapshot: (version: number) => Promise<Snapshot>,
+    private readonly lanceTokens: LanceTokens,
+  ) {}
+
+  /** The statistics of `column` at `version`, built if need be. */
+  async at(version: number, column: string): Promise<CollectionStatistics | undefined> {
+    const held = this.current(version) ?? (await this.build(version));
+    return held.columns.get(column);
+  }
+
+  /** The columns' texts a commit would remove must be read before it only while statistics are held or built. */
+  get kept(): boolean {
+    return this.held !== undefined || this.building !== undefined;
+  }
+
+  /**
+   * This node committed `version`, removing rows with the `removed` texts and adding the `added` ones. Applied if
+   * the statistics held are of the version before (or of one whose rows are the same); else they are let go.
+   */
+  async committed(version: number, texts: CommitTexts): Promise<void> {
+    if (this.building !== undefined) {
+      this.pending.push({ version, texts });
+      return;
+    }
+    const held = this.held;
+    if (held === undefined) return;
+    if (texts === undefined || !this.follows(held.version, version)) {
+      this.held = undefined;
+      return;
+    }
+    await this.apply(held, version, texts);
+  }
+
+  /** Whether a commit at `version` follows `from` with no other change of the rows between. */
+  private follows(from: number, version: number): boolean {
+    return version > from && (version === from + 1 || this.difference(from, version - 1) === 'none');
+  }
+
+  /**
+   * The statistics held, if they are those of `version`: of it, of an earlier one with the same rows, or of a later
+   * one (this node committed while the search that asks began; its legs read that commit too).
+   */
+  private current(version: number): Held | undefined {
+    const held = this.held;
+    if (held === undefined || version <= held.version) return held;
+    if (this.difference(held.version, version) !== 'none') return undefined;
+    held.version = version;
+    return held;
+  }
+
+  private build(version: number): Promise<Held> {
+    if (this.building?.version === version) return this.building.done;
+    const done = this.scan(version).then(async (held) => {
+      const deltas = this.pending.filter((d) => d.version > held.version).sort((a, b) => a.version - b.version);
+      // Those the build's version already holds are passed over; one whose texts are unknown ends the catching up,
+      // and the next search builds again.
+      for (const { version: at, texts } of deltas) {
+        if (texts === undefined || !this.follows(held.version, at)) break;
+        await this.apply(held, at, texts);
+      }
+      return held;
+    });
+    const building = { version, done };
+    this.building = building;
+    done.then(
+      (held) => {
+        if (this.building !== building) return;
+        this.building = undefined;
+        this.pending = [];
+        this.held = held;
+      },
+      () => {
+        if (this.building === building) this.building = undefined;
+      },
+    );
+    return done;
+  }
+
+  /** Every live row's texts at `version`, counted. */
+  private async scan(version: number): Promise<Held> {
+    const columns = new Map(this.fts.map((f) => [f.column, new ColumnStatistics()] as const));
+    const view = await this.snapshot(version);
+    try {
+      for await (const batch of view.scan(
+        this.fts.map((f) => f.column),
+        undefined,
+      )) {
+        for (const fts of this.fts) {
+          const stats = columns.get(fts.column) as ColumnStatistics;
+          for (const tokens of await this.tokens(textsOf(batch, fts.column), fts)) stats.count(tokens, 1);
+        }
+      }
+    } finally {
+      view.close();
+    }
+    return { version, columns };
+  }
+
+  private async apply(held: Held, version: number, texts: NonNullable<CommitTexts>): Promise<void> {
+    for (const fts of this.fts) {
+      const stats = held.columns.get(fts.column) as ColumnStatistics;
+      for (const tokens of await this.tokens(texts.removed.get(fts.column) ?? [], fts)) stats.count(tokens, -1);
+      for (const tokens of await this.tokens(texts.added.get(fts.column) ?? [], fts)) stats.count(tokens, 1);
+    }
+    held.version = version;
+  }
+
+  /** Each text's tokens under a full-text column's analyzer (none for a null text). */
+  tokensOf(texts: readonly (string | null)[], column: string): Promise<string[][]> {
+    const fts = this.fts.find((f) => f.column === column);
+    if (fts === undefined) throw new Error(`column "${column}" has no full-text index`);
+    return this.tokens(texts, fts);
+  }
+
+  private async tokens(texts: readonly (string | null)[], fts: { column: string; analyzer: Analyzer }) {
+    return Promise.all(
+      texts.map(async (text) => {
+        if (text === null) return [];
+        return analyze(text, fts.analyzer) ?? (await this.lanceTokens(text, fts.column));
+      }),
+    );
+  }
+}
+
+/** A text column of a batch as strings (null for null). */
+export function textsOf(batch: RecordBatch, column: string): (string | null)[] {
+  const vector = batch.getChild(column);
+  if (vector === null) return [];
+  return Array.from({ length: batch.numRows }, (_, i) => (vector.get(i) as string | null) ?? null);
+}
