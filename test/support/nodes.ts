@@ -35,7 +35,7 @@ export async function startNodes(count: number, env: Record<string, string> = {}
     stop() {
       for (const node of nodes) node.child.kill('SIGKILL');
       // A killed node's upkeep process ends once it notices its parent gone, and may write a file meanwhile.
-      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 30, retryDelay: 100 });
     },
   };
 }

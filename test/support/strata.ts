@@ -100,7 +100,7 @@ export async function startStrata(env: Env = {}): Promise<TestServer> {
     async close() {
       await app.close();
       // The upkeep process ends once it notices the server gone, and may write a file meanwhile.
-      rmSync(dataDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+      rmSync(dataDir, { recursive: true, force: true, maxRetries: 30, retryDelay: 100 });
     },
   };
 }

@@ -20,7 +20,7 @@ import {
   type VersionInfo,
 } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
-import { annColumns, annIndex, indexType, lanceIndex, warmIndexes } from './indexes.js';
+import { annColumns, annIndex, indexType, warmIndexes } from './indexes.js';
 import {
   ALL_ROWS,
   appendBatches,
@@ -254,7 +254,7 @@ export class LanceRows extends LanceReads implements RowSource {
       await this.job(annIndex(index, replace));
       this.ann.add(index.column);
     } else {
-      await this.conflicting(this.lance.createIndex(index.column, { config: lanceIndex(index), replace }));
+      await this.job({ kind: 'index', index, replace });
     }
   }
 
@@ -268,13 +268,9 @@ export class LanceRows extends LanceReads implements RowSource {
   }
 
   /** Runs upkeep's heavy work in the upkeep process; a commit another beat is a `CommitConflict`. */
-  private job(job: UpkeepJob): Promise<void> {
-    return this.conflicting(this.env.jobs.run(this.env.location, this.tableId, job));
-  }
-
-  private async conflicting(commit: Promise<void>): Promise<void> {
+  private async job(job: UpkeepJob): Promise<void> {
     try {
-      await commit;
+      await this.env.jobs.run(this.env.location, this.tableId, job);
     } catch (err) {
       if (isCommitConflict(err)) throw new CommitConflict(err instanceof Error ? err.message : String(err));
       throw err;

@@ -4,6 +4,7 @@
  * Lance. Each request names its dataset and is answered when its commit is done; requests run side by side.
  */
 import { connect, Index, type Table } from '@lancedb/lancedb';
+import { lanceIndex } from './indexes.js';
 import type { UpkeepReply, UpkeepRequest } from './upkeep-process.js';
 
 /**
@@ -66,6 +67,8 @@ async function perform(request: UpkeepRequest): Promise<void> {
           ? Index.ivfRq({ distanceType, numBits: index.numBits })
           : Index.ivfFlat({ distanceType });
       await table.createIndex(work.column, { config, replace: work.replace });
+    } else if (work.kind === 'index') {
+      await table.createIndex(work.index.column, { config: lanceIndex(work.index), replace: work.replace });
     } else {
       await table.optimize({ cleanupOlderThan: work.cleanupOlderThan });
     }

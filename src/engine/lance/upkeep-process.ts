@@ -2,9 +2,10 @@ import { type ChildProcess, fork } from 'node:child_process';
 import { setPriority } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { LanceLocation } from '../../storage/lance.js';
+import type { IndexSpec } from '../indexes/registry.js';
 import { UpkeepProcessGone } from '../rows/source.js';
 
-/** Heavy upkeep work on one dataset: train an ANN index, or fold, compact and prune (`optimize()`). */
+/** Heavy upkeep work on one dataset: train an ANN index, build another index, or fold, compact and prune (`optimize()`). */
 export type UpkeepJob =
   | {
       kind: 'ann';
@@ -13,7 +14,9 @@ export type UpkeepJob =
       index: { type: 'ivf_rq'; numBits: number } | { type: 'ivf_flat' };
       replace: boolean;
     }
-  | { kind: 'optimize'; cleanupOlderThan: Date };
+  | { kind: 'optimize'; cleanupOlderThan: Date }
+  /** Builds (or builds again from every live row) a text or scalar index. */
+  | { kind: 'index'; index: Exclude<IndexSpec, { type: 'ann' }>; replace: boolean };
 
 /** A job as sent to the upkeep process (`upkeep-child.ts`). */
 export interface UpkeepRequest {

@@ -27,8 +27,7 @@ export async function freshnessOf(
   const unindexed = await table.unindexed.at(version);
   const indexedOnly = legs.map((key) => eventual && key !== undefined && unindexed.indexed.has(key));
   const outside = legs.map((key, i) => (key === undefined || indexedOnly[i] ? 0 : (unindexed.rows.get(key) ?? 0)));
-  const exactIndex = legs.map(
-    (key) => key !== undefined && unindexed.rows.get(key) === 0 && unindexed.deletedRows === 0,
-  );
+  const countsDeleted = table.unindexed.countsDeleted(unindexed);
+  const exactIndex = legs.map((key) => key !== undefined && unindexed.rows.get(key) === 0 && !countsDeleted);
   return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexedOnly, exactIndex };
 }

@@ -46,7 +46,7 @@ export class TableHandle {
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
   ) {
-    this.unindexed = new UnindexedRows(rows, indexes);
+    this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
     this.text = new TextStatistics(
       indexes.fts,
       (from, to) => this.changes.between(from, to),

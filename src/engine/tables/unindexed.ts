@@ -1,5 +1,9 @@
 import { behindOf, declaredIndexes, storedIndexOf, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource } from '../rows/source.js';
+import type { Difference } from './changes.js';
+
+/** How the table's rows differ between two versions (its change record). */
+type RowDifference = (from: number, to: number) => Difference;
 
 /** What searches of one table version read outside its indexes. */
 export interface Unindexed {
@@ -31,11 +35,33 @@ export class UnindexedRows {
   private reading: { version: number; done: Promise<Unindexed> } | undefined;
   /** Moves at every fold: a read that began before one does not keep what it read. */
   private generation = 0;
+  /** The version upkeep last built the full-text indexes again from the live rows at (`rebuilt`). */
+  private rebuiltAt: number | undefined;
 
   constructor(
     private readonly source: RowSource,
     private readonly indexes: TableIndexes,
+    private readonly difference: RowDifference,
   ) {}
+
+  /**
+   * Whether the full-text indexes still count rows deleted or replaced at `unindexed`'s version: some deletion is
+   * pending in the data files, and they were not built again since the last write that deleted or replaced rows
+   * (a version this node did not see counts as one). Their BM25 statistics then do not describe the live rows.
+   */
+  countsDeleted(unindexed: Unindexed): boolean {
+    if (unindexed.deletedRows === 0) return false;
+    const rebuilt = this.rebuiltAt;
+    return (
+      rebuilt === undefined || unindexed.version < rebuilt || this.difference(rebuilt, unindexed.version) === 'rewrite'
+    );
+  }
+
+  /** Upkeep built the full-text indexes again from the rows at `version` (or a later one). */
+  rebuilt(version: number): void {
+    this.rebuiltAt = version;
+    this.folded();
+  }
 
   /** The latest this node knows, without reading anything (undefined before the first read). */
   get last(): Unindexed | undefined {
@@ -80,9 +106,11 @@ export class UnindexedRows {
     this.known = { ...known, version, rows: added, behind };
   }
 
-  /** Upkeep folded (or trained) indexes: what they cover is read again at the next `at`. */
+  /**
+   * Upkeep folded (or trained) indexes, committing a new version: what they cover is read again at the next `at`
+   * (`last` keeps the figure from before until then), and a read under way keeps nothing.
+   */
   folded(): void {
-    this.known = undefined;
     this.generation++;
   }
 

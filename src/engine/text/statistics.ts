@@ -35,8 +35,11 @@ class ColumnStatistics implements CollectionStatistics {
 }
 
 interface Held {
+  /** The version the counts are of. */
   version: number;
   columns: Map<string, ColumnStatistics>;
+  /** This node's commits since, in order, counted in by the next reader rather than on the write's way. */
+  queued: { version: number; texts: NonNullable<CommitTexts> }[];
 }
 
 /** The texts a commit removed and added; undefined when they were not read (no statistics were kept). */
@@ -63,6 +66,8 @@ export class TextStatistics {
   private building: { version: number; done: Promise<Held> } | undefined;
   /** Commits seen while a build runs, applied once it is done. */
   private pending: Delta[] = [];
+  /** The counting in of queued commits under way (`drain`). */
+  private draining: Promise<void> | undefined;
 
   constructor(
     private readonly fts: readonly FtsIndex[],
@@ -74,6 +79,7 @@ export class TextStatistics {
   /** The statistics of `column` at `version`, built if need be. */
   async at(version: number, column: string): Promise<CollectionStatistics | undefined> {
     const held = this.current(version) ?? (await this.build(version));
+    await this.drain(held);
     return held.columns.get(column);
   }
 
@@ -93,11 +99,31 @@ export class TextStatistics {
     }
     const held = this.held;
     if (held === undefined) return;
-    if (texts === undefined || !this.follows(held.version, version)) {
+    if (texts === undefined || !this.follows(this.latest(held), version)) {
       this.held = undefined;
       return;
     }
-    await this.apply(held, version, texts);
+    held.queued.push({ version, texts });
+  }
+
+  /** The version `held` is of once its queued commits are counted in. */
+  private latest(held: Held): number {
+    return held.queued.at(-1)?.version ?? held.version;
+  }
+
+  /**
+   * Counts in the commits queued (tokenizing their texts), in order; readers wait for one another, so that none
+   * reads counts half way through a commit.
+   */
+  private drain(held: Held): Promise<void> {
+    const drained = (this.draining ?? Promise.resolve()).then(async () => {
+      while (held.queued.length > 0) {
+        const next = held.queued.shift() as Held['queued'][number];
+        await this.apply(held, next.version, next.texts);
+      }
+    });
+    this.draining = drained.catch(() => undefined);
+    return drained;
   }
 
   /** Whether a commit at `version` follows `from` with no other change of the rows between. */
@@ -111,9 +137,9 @@ export class TextStatistics {
    */
   private current(version: number): Held | undefined {
     const held = this.held;
-    if (held === undefined || version <= held.version) return held;
-    if (this.difference(held.version, version) !== 'none') return undefined;
-    held.version = version;
+    if (held === undefined || version <= this.latest(held)) return held;
+    if (this.difference(this.latest(held), version) !== 'none') return undefined;
+    if (held.queued.length === 0) held.version = version;
     return held;
   }
 
@@ -162,7 +188,7 @@ export class TextStatistics {
     } finally {
       view.close();
     }
-    return { version, columns };
+    return { version, columns, queued: [] };
   }
 
   private async apply(held: Held, version: number, texts: NonNullable<CommitTexts>): Promise<void> {

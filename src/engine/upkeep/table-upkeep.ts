@@ -26,6 +26,8 @@ export class TableUpkeep {
   readonly trainedRows = new Map<string, number>();
   /** When each trained index (by its declaration's key) whose build or retraining failed is due to be tried again. */
   readonly trainRetryAt = new Map<string, number>();
+  /** When the full-text indexes may next be built again for deletions they count (`Upkeep.rebuildText`). */
+  rebuildTextAfterMs = 0;
 
   /** Lets go of all of it: the table is closed, or upkeep no longer looks after it. */
   clear(): void {
@@ -38,5 +40,6 @@ export class TableUpkeep {
     this.deferred = 0;
     this.trainedRows.clear();
     this.trainRetryAt.clear();
+    this.rebuildTextAfterMs = 0;
   }
 }
