@@ -253,21 +253,27 @@ function reference(live: ReadonlyMap<number, string | null>, query: string, and:
   return scores;
 }
 
+/** A database `database` with a table `docs` (id, body) whose body has a full-text index. */
+async function docsTable(client: Client, database: string) {
+  await activeLocalDatabase(client, database);
+  const tables = tablesOf(client, database);
+  await tables.create({
+    table_name: 'docs',
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'body', type: 'utf8' },
+    ],
+    indexes: { fts: ['body'] },
+  });
+  return tables;
+}
+
 describe('BM25 over the live rows', () => {
   test('the same scores and ranking whatever was folded, deleted or replaced since', async () => {
     const server = await startStrata(HAND_RUN);
     try {
       const client = await server.as('acme');
-      await activeLocalDatabase(client, 'b');
-      const tables = tablesOf(client, 'b');
-      await tables.create({
-        table_name: 'docs',
-        schema: [
-          { name: 'id', type: 'i64', nullable: false },
-          { name: 'body', type: 'utf8' },
-        ],
-        indexes: { fts: ['body'] },
-      });
+      const tables = await docsTable(client, 'b');
       const words = ['red', 'Kettle', 'blue', 'pot', 'tea', 'cup', 'green', 'steel', 'iron', 'jug'];
       let seed = 11;
       const random = () => {
@@ -355,16 +361,7 @@ describe('a full-text index that counts deleted rows', () => {
     const server = await startStrata(HAND_RUN);
     try {
       const client = await server.as('acme');
-      await activeLocalDatabase(client, 'd');
-      const tables = tablesOf(client, 'd');
-      await tables.create({
-        table_name: 'docs',
-        schema: [
-          { name: 'id', type: 'i64', nullable: false },
-          { name: 'body', type: 'utf8' },
-        ],
-        indexes: { fts: ['body'] },
-      });
+      const tables = await docsTable(client, 'd');
       const words = ['alpha', 'beta', 'gamma', 'delta'];
       const live = new Map<number, string>();
       const rows = Array.from({ length: 200 }, (_, i) => {
