@@ -1,6 +1,6 @@
 /**
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
- * LanceDB, the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
+ * LanceDB, hybrid searches a second with 8 clients at once (HTTP and in process), the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
  * vector leg against exact search, exact count of a two-term query, index build and upkeep times, latency with
  * 10% of rows unindexed (through HTTP, strong and `consistency: "eventual"`, in process, and in process over the
  * indexed rows alone), how long upkeep
@@ -238,6 +238,19 @@ async function httpFloor(server: Server): Promise<{ healthz: number; schema: num
   };
 }
 
+/** Searches a second with `CLIENTS` clients each running queries one after another, `QUERIES` in all. */
+const CLIENTS = 8;
+async function throughput(run: (q: number) => Promise<unknown>, queryCount: number): Promise<number> {
+  let next = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: CLIENTS }, async () => {
+      while (next < QUERIES) await run(next++ % queryCount);
+    }),
+  );
+  return Math.round((QUERIES * 1000) / (performance.now() - started));
+}
+
 /** Each text query's top 10 over HTTP: ids and `_bm25`. */
 async function textRankings(server: Server, queries: ReturnType<typeof makeQueries>) {
   const out: { ids: number[]; bm25: number[] }[] = [];
@@ -332,6 +345,10 @@ async function main(): Promise<void> {
   const upkeepDuringMeasurement = (await tableVersions(dataDir, 'bench')) !== versionsBefore;
 
   const floor = await httpFloor(server);
+  const concurrent = {
+    http: await throughput(httpRunner(server, queries).hybrid, queries.texts.length),
+    inProcess: await throughput(inProcessRunner(lance, queries).hybrid, queries.texts.length),
+  };
 
   let found = 0;
   for (let q = 0; q < RECALL_QUERIES; q++) {
@@ -399,6 +416,10 @@ async function main(): Promise<void> {
     in_process_ms: summarize(inProcess),
     ratio_http_vs_in_process_p50: ratios(http, inProcess),
     http_floor_ms: floor,
+    hybrid_per_s_with_8_clients: {
+      ...concurrent,
+      ratio_http_vs_in_process: Number((concurrent.http / concurrent.inProcess).toFixed(2)),
+    },
     recall_at_10_vector_leg: Number((found / (RECALL_QUERIES * K)).toFixed(3)),
     count_two_terms: { query: queries.texts[0], hits: countHits.count },
     with_10pct_unindexed: {
