@@ -43,6 +43,7 @@ const SLOW = [
   'load',
   'load-files',
   'nodes',
+  'nodes-backpressure',
   'nodes-drop',
   'nodes-outage',
   'nodes-purge',
