@@ -1,6 +1,15 @@
 import { Strata } from '@strata/client';
 import { describe, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, eventually, metricsOf, startStrata, upkeepPass } from './support/server.js';
+import type { TableHandle } from '../src/engine/tables/tables.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  eventually,
+  metricsOf,
+  startStrata,
+  type TestServer,
+  upkeepPass,
+} from './support/server.js';
 import { type Row, tablesOf } from './support/tables.js';
 
 /**
@@ -253,6 +262,20 @@ function reference(live: ReadonlyMap<number, string | null>, query: string, and:
   return scores;
 }
 
+/** Runs `check` on the open table `docs` of acme's database `database`, on the server's own worker. */
+async function onHandle(server: TestServer, database: string, check: (handle: TableHandle) => Promise<void>) {
+  const account = await server.app.ctx.store.ensureAccount('acme');
+  const found = await server.app.ctx.store.findDatabase(account.id, database);
+  const record = await server.app.ctx.store.findTable(found?.id ?? '', 'docs');
+  const lease = server.app.ctx.workers.leaseIfPlaced(found?.id ?? '');
+  if (lease === undefined || record === undefined) throw new Error('no worker');
+  try {
+    await check(await lease.worker.tables.handleOf(record));
+  } finally {
+    lease.release();
+  }
+}
+
 /** A database `database` with a table `docs` (id, body) whose body has a full-text index. */
 async function docsTable(client: Client, database: string) {
   await activeLocalDatabase(client, database);
@@ -350,6 +373,15 @@ describe('BM25 over the live rows', () => {
         }
         await check(`step ${step} (${action})`);
       }
+      // The rows written since the last fold were searched beside the index, by the node that wrote them.
+      await append(5);
+      await onHandle(server, 'b', async (handle) => {
+        expect(handle.freshText.usable).toBe(true);
+      });
+      await check('fresh rows beside the index');
+      await onHandle(server, 'b', async (handle) => {
+        expect(handle.freshText.size).toBeGreaterThanOrEqual(5);
+      });
     } finally {
       await server.close();
     }
@@ -378,19 +410,11 @@ describe('a full-text index that counts deleted rows', () => {
       const metrics = await upkeepPass(server, 'd');
       expect(metrics).toMatch(/^strata_upkeep_duration_seconds_count\{work="text_retrain"\} 1$/m);
 
-      const account = await server.app.ctx.store.ensureAccount('acme');
-      const database = await server.app.ctx.store.findDatabase(account.id, 'd');
-      const record = await server.app.ctx.store.findTable(database?.id ?? '', 'docs');
-      const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
-      if (lease === undefined || record === undefined) throw new Error('no worker');
-      try {
-        const handle = await lease.worker.tables.handleOf(record);
+      await onHandle(server, 'd', async (handle) => {
         const state = await handle.unindexed.at(await handle.rows.version());
         expect(state.deletedRows).toBe(1);
         expect(handle.unindexed.countsDeleted(state)).toBe(false);
-      } finally {
-        lease.release();
-      }
+      });
       // Nothing rescores now: Lance's own scores must be the live rows'.
       for (const query of ['alpha', 'beta gamma', 'delta alpha beta']) {
         const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(

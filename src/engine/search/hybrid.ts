@@ -1,11 +1,11 @@
 import type { Table } from 'apache-arrow';
 import { declarationKey } from '../indexes/registry.js';
-import type { Hits, RowId } from '../rows/source.js';
+import type { RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { freshnessOf } from './freshness.js';
 import { fuse, inReach, rankLeg } from './fusion.js';
-import { type LegReads, readTextLeg, readVectorLeg } from './legs.js';
+import { type LegHits, type LegReads, readTextLeg, readVectorLeg } from './legs.js';
 import { planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
 import { keysOf, rowsByKeys } from './result-rows.js';
@@ -45,11 +45,17 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const carried = both ? [] : [ROW_KEY, ...fields.map((f) => f.name)];
   // The row id each ranked key had in its leg, for reading the winners' columns (`rowsByKeys`).
   const rowIds = new Map<bigint, RowId>();
-  const ranking = async ({ rows: hits, values, ids }: Hits, better: 'higher' | 'lower', weight: number | undefined) => {
-    const keys = both ? [] : keysOf(hits);
+  const ranking = async (
+    { rows: hits, values, ids, keys: resolved }: LegHits,
+    better: 'higher' | 'lower',
+    weight: number | undefined,
+  ) => {
+    const keys = resolved ?? (both ? [] : keysOf(hits));
     // The row key of each hit in `at`; undefined for a row deleted since the leg read it.
     const keysAt = (at: readonly number[]) =>
-      both ? table.rows.keysOf(at.map((i) => ids[i] as RowId)) : Promise.resolve(at.map((i) => keys[i]));
+      both && resolved === undefined
+        ? table.rows.keysOf(at.map((i) => ids[i] as RowId))
+        : Promise.resolve(at.map((i) => keys[i]));
     // Only hits as good as the `ranked`-th best can be ranked; the rest were read for ties and need no key,
     // unless a deleted row (no key, left out as a later read would leave it out) frees a place for them.
     let at = inReach(values, better, ranked);
@@ -59,7 +65,13 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
       found = await keysAt(at);
     }
     const kept = found.flatMap((key, j) => (key === undefined ? [] : [j]));
-    if (both) for (const j of kept) rowIds.set(found[j] as bigint, ids[at[j] as number] as RowId);
+    // Hits of the leg's own (fresh rows) have no identity in the row source: they are read by key.
+    if (both) {
+      for (const j of kept) {
+        const id = ids[at[j] as number];
+        if (id !== undefined) rowIds.set(found[j] as bigint, id);
+      }
+    }
     return {
       ...rankLeg(
         kept.map((j) => found[j] as bigint),

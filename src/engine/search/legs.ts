@@ -2,6 +2,7 @@ import { readingPredicate } from '../predicate/predicate.js';
 import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
+import { keysOf } from './result-rows.js';
 import { rescored, type TextScoring } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
@@ -30,6 +31,11 @@ const TIE_SLACK = 32;
 export const firstTextRead = (ranked: number, idsOnly: boolean): number =>
   ranked + (idsOnly ? Math.min(Math.max(TIE_SLACK, 3 * ranked), 1000) : TIE_SLACK);
 
+/** A leg's hits, with each one's row key when the leg resolved them (it added hits of its own to the index's). */
+export interface LegHits extends Hits {
+  keys?: (bigint | undefined)[];
+}
+
 /** What both legs share: the table, the filter, and how far and with which columns they read. */
 export interface LegReads {
   table: TableHandle;
@@ -56,18 +62,53 @@ export async function readTextLeg(
   operator: TextOperator,
   indexedOnly: boolean,
   scoring: TextScoring | undefined,
-): Promise<Hits> {
+): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
+  // The rows this node wrote since its last fold are searched here, the index for the rest; not with a filter,
+  // which only Lance evaluates.
+  const fresh = scoring !== undefined && !indexedOnly && filter === undefined && table.freshText.usable;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
   const read = async (limit: number) => {
     const hits = await readingFilter(() =>
-      table.rows.textLeg({ query, field, operator, filter, limit, columns, ids: both, indexedOnly }),
+      table.rows.textLeg({
+        query,
+        field,
+        operator,
+        filter,
+        limit,
+        columns,
+        ids: both,
+        indexedOnly: indexedOnly || fresh,
+      }),
     );
     return scoring === undefined ? hits : rescored(hits, scoring);
   };
   // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
   const first = scoring === undefined ? firstTextRead(ranked, both) : RESCORED_DEPTH * firstTextRead(ranked, false);
-  return readLeg(read, 'higher', ranked, first);
+  const indexed = await readLeg(read, 'higher', ranked, first);
+  if (!fresh || scoring === undefined) return indexed;
+  const found = await table.freshText.search(field, scoring.query, operator, scoring.stats, ranked);
+  return besideFresh(legs, indexed, found);
+}
+
+/**
+ * A text leg's hits from the index with those of the fresh rows beside them, every hit's row key resolved: a row
+ * both hold (written just before a fold began, which covered it) is the index's hit.
+ */
+async function besideFresh(
+  legs: LegReads,
+  indexed: Hits,
+  fresh: { keys: bigint[]; values: number[] },
+): Promise<LegHits> {
+  const keys: (bigint | undefined)[] = legs.both ? await legs.table.rows.keysOf(indexed.ids) : keysOf(indexed.rows);
+  const held = new Set(keys);
+  const values = [...indexed.values];
+  fresh.keys.forEach((key, i) => {
+    if (held.has(key)) return;
+    keys.push(key);
+    values.push(fresh.values[i] as number);
+  });
+  return { ...indexed, values, keys };
 }
 
 /** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */

@@ -5,6 +5,7 @@ import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import { builtAtCreation, describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import { FreshText } from '../text/fresh.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
@@ -36,6 +37,8 @@ export class TableHandle {
   readonly unindexed: UnindexedRows;
   /** BM25's statistics of its full-text columns over the live rows, once a search needed them. */
   readonly text: TextStatistics;
+  /** The rows this node wrote that its last fold did not cover, searched beside the full-text indexes. */
+  readonly freshText: FreshText;
   private disposed = false;
 
   constructor(
@@ -45,6 +48,8 @@ export class TableHandle {
     readonly indexes: TableIndexes,
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
+    /** Whether this node is the one writer of its tables (no other node shares its store). */
+    soleWriter = false,
   ) {
     this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
     this.text = new TextStatistics(
@@ -53,6 +58,7 @@ export class TableHandle {
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );
+    this.freshText = new FreshText(indexes.fts, soleWriter, (texts, column) => this.text.tokensOf(texts, column));
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
@@ -86,6 +92,8 @@ export class Tables {
     private readonly databaseId: string,
     /** Tables this database may hold (`STRATA_MAX_TABLES_PER_DATABASE`). */
     private readonly maxTables: number,
+    /** Whether this node is the one writer of the database's tables (a store no other node shares). */
+    private readonly soleWriter = false,
   ) {}
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
@@ -245,7 +253,7 @@ export class Tables {
       const pending = (async () => {
         const indexes = JSON.parse(record.indexes) as TableIndexes;
         const rows = await this.store.open(record.tableId, indexes);
-        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store);
+        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store, this.soleWriter);
       })();
       const opening: { pending: Promise<TableHandle>; open?: TableHandle } = { pending };
       pending.then(

@@ -322,6 +322,7 @@ export class Upkeep {
       if (optimized) {
         // What the pass found behind is folded in; rows written meanwhile are counted again from the statistics.
         table.unindexed.folded();
+        table.freshText.folded(version);
         kept.tidied = version;
         await table.rows.compacted();
         reindexed = true;
@@ -352,7 +353,10 @@ export class Upkeep {
     table.upkeep.rebuildTextAfterMs = Date.now() + REBUILD_TEXT_MS;
     let rebuilt = true;
     for (const declared of text) rebuilt = (await this.train(table, declared, true)) && rebuilt;
-    if (rebuilt) table.unindexed.rebuilt(version);
+    if (rebuilt) {
+      table.unindexed.rebuilt(version);
+      table.freshText.folded(version);
+    }
     await table.unindexed.at(await table.rows.version());
     return true;
   }

@@ -89,7 +89,7 @@ export class DatabaseWorker {
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
     const store = await LanceStore.open(location, node.upkeepProcess, deps.log);
-    const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables);
+    const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, !deps.upkeep.othersWrite);
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
     upkeep.start();
     return new DatabaseWorker(

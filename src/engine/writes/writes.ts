@@ -40,12 +40,16 @@ function withRowKeys(table: TableHandle, batches: readonly RecordBatch[], keys: 
 const rowCount = (batches: readonly RecordBatch[]) => batches.reduce((n, b) => n + b.numRows, 0);
 
 /**
- * What a commit does to the rows: how many it adds, and the full-text columns' texts of those it removes and adds
- * (undefined when BM25's statistics were not kept as the write began: nobody needs them).
+ * What a commit does to the rows: how many it adds, the keys of those it removes and writes, and the full-text
+ * columns' texts of those it removes and adds (undefined when BM25's statistics were not kept as the write began:
+ * nobody needs them).
  */
 interface RowChange {
   kind: ChangeKind;
   added: number;
+  keys: { removed: readonly bigint[]; written: readonly bigint[] };
+  /** The written rows' texts, for the fresh rows searched beside the full-text indexes (`FreshText`). */
+  written: ColumnTexts;
   texts: CommitTexts;
 }
 
@@ -67,6 +71,7 @@ async function recording<T extends { version: number }>(
     // What a delete or replace left outside the indexes is read back in the background, for the gauge.
     if (change.kind === 'rewrite') table.unindexed.at(result.version).catch(() => undefined);
     await table.text.committed(result.version, change.texts);
+    table.freshText.committed(result.version, change.keys.removed, change.keys.written, change.written);
     return result;
   } finally {
     done();
@@ -76,6 +81,27 @@ async function recording<T extends { version: number }>(
 /** The full-text columns' texts of batches of rows. */
 const textsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnTexts =>
   new Map(table.indexes.fts.map((f) => [f.column, batches.flatMap((batch) => textsOf(batch, f.column))] as const));
+
+const NO_TEXTS: ColumnTexts = new Map();
+
+/** What a commit that removes the rows of `removed` and writes `batches` under `written` keys does to the rows. */
+async function rowChange(
+  table: TableHandle,
+  kind: ChangeKind,
+  removed: readonly bigint[],
+  written: readonly bigint[],
+  batches: readonly RecordBatch[],
+): Promise<RowChange> {
+  const texts = await textsOfChange(table, removed, batches);
+  const fresh = table.freshText.tracking && written.length > 0;
+  return {
+    kind,
+    added: written.length,
+    keys: { removed, written },
+    written: texts?.added ?? (fresh ? textsOfBatches(table, batches) : NO_TEXTS),
+    texts,
+  };
+}
 
 /**
  * The texts a commit removes (the rows of `keys`, read before it) and adds (`batches`), when the table's BM25
@@ -128,7 +154,7 @@ export async function append(
     // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const change: RowChange = { kind: 'append', added: n, texts: await textsOfChange(table, [], rows) };
+    const change = await rowChange(table, 'append', [], Array.from(keys), rows);
     const result = await recording(table, change, () => table.rows.append(withRowKeys(table, rows, keys)));
     return { rows, stream, schema: table.schema, version: result.version };
   });
@@ -191,10 +217,8 @@ export async function replace(
       });
       await catalog.durable();
     }
-    const texts = await textsOfChange(table, Array.from(keys), rows);
-    const merged = await recording(table, { kind: 'rewrite', added: sent, texts }, () =>
-      table.rows.replaceByKey(withRowKeys(table, rows, keys)),
-    );
+    const change = await rowChange(table, 'rewrite', Array.from(keys), Array.from(keys), rows);
+    const merged = await recording(table, change, () => table.rows.replaceByKey(withRowKeys(table, rows, keys)));
     const tombstoned = merged.replaced;
     return {
       rows,
@@ -227,8 +251,8 @@ export async function remove(
       await catalog.durable();
     }
     if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
-    const texts = await textsOfChange(table, Array.from(keys), []);
-    const deleted = await recording(table, { kind: 'rewrite', added: 0, texts }, () => table.rows.delete(checked));
+    const change = await rowChange(table, 'rewrite', Array.from(keys), [], []);
+    const deleted = await recording(table, change, () => table.rows.delete(checked));
     const tombstoned = Math.min(matched, deleted.deleted);
     return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
   });
