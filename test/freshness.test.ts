@@ -388,6 +388,46 @@ describe('BM25 over the live rows', () => {
   });
 });
 
+describe('fresh rows beside the index', () => {
+  test('a node that never folded the table searches its own writes beside the index from a covered version on', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_UPKEEP_PAUSED: '1' });
+    try {
+      const client = await server.as('acme');
+      const tables = await docsTable(client, 'f');
+      const live = new Map<number, string>();
+      for (let batch = 0; batch < 3; batch++) {
+        const rows = Array.from({ length: 40 }, (_, i) => {
+          const id = batch * 40 + i;
+          return { id, body: ['oak', 'elm ash', 'oak oak pine', 'ash'][id % 4] as string };
+        });
+        for (const row of rows) live.set(row.id, row.body);
+        expect((await tables.append('docs', rows)).status).toBe(200);
+      }
+      expect((await tables.remove('docs', 'id < 10')).status).toBe(200);
+      for (let id = 0; id < 10; id++) live.delete(id);
+      const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
+        'POST',
+        '/v1/hybrid_search/f',
+        { table_name: 'docs', text_field: 'body', text_query: 'oak ash', k: 1000, projection: ['id'] },
+        { accept: 'application/json' },
+      );
+      const expected = [...reference(live, 'oak ash', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+      expect(reply.json.data.map((r) => r.id)).toEqual(expected.map(([id]) => id));
+      reply.json.data.forEach((row, i) => {
+        const want = expected[i]?.[1] ?? Number.NaN;
+        expect(Math.abs(row._bm25 - want) / want).toBeLessThan(1e-6);
+      });
+      // Nothing was ever folded: the empty table's index covered every row, and each row since is held here.
+      await onHandle(server, 'f', async (handle) => {
+        expect(handle.freshText.usable).toBe(true);
+        expect(handle.freshText.size).toBe(110);
+      });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('a full-text index that counts deleted rows', () => {
   test("is built again by upkeep, after which its own scores are the live rows' again", async () => {
     const server = await startStrata(HAND_RUN);

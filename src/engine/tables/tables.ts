@@ -59,6 +59,8 @@ export class TableHandle {
       (text, column) => rows.tokenize(text, column),
     );
     this.freshText = new FreshText(indexes.fts, soleWriter, (texts, column) => this.text.tokensOf(texts, column));
+    // Every row the full-text indexes cover at a version is one the fresh rows need not hold: as good as a fold.
+    this.unindexed.onTextCovered = (version) => this.freshText.folded(version);
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */

@@ -37,12 +37,20 @@ export class UnindexedRows {
   private generation = 0;
   /** The version upkeep last built the full-text indexes again from the live rows at (`rebuilt`). */
   private rebuiltAt: number | undefined;
+  /** The full-text declarations' keys. */
+  private readonly textKeys: string[];
+  /** Told of a version at which the full-text indexes cover every row (a read found none outside them). */
+  onTextCovered: ((version: number) => void) | undefined;
 
   constructor(
     private readonly source: RowSource,
     private readonly indexes: TableIndexes,
     private readonly difference: RowDifference,
-  ) {}
+  ) {
+    this.textKeys = declaredIndexes(indexes)
+      .filter((d) => d.stored.type === 'text')
+      .map((d) => d.key);
+  }
 
   /**
    * Whether the full-text indexes still count rows deleted or replaced at `unindexed`'s version: some deletion is
@@ -81,7 +89,10 @@ export class UnindexedRows {
       // Kept unless a commit seen meanwhile moved `known` past it, a fold made it stale, or the statistics read
       // were of a later version than asked (a commit landed while they were read).
       const newer = this.known !== undefined && this.known.version >= read.version;
-      if (!newer && generation === this.generation && (await this.source.version()) === version) this.known = read;
+      if (!newer && generation === this.generation && (await this.source.version()) === version) {
+        this.known = read;
+        if (this.textKeys.every((key) => read.rows.get(key) === 0)) this.onTextCovered?.(version);
+      }
       return read;
     } finally {
       if (this.reading === reading) this.reading = undefined;

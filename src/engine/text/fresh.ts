@@ -61,7 +61,10 @@ export class FreshText {
     if (this.tracking) this.queue.push({ version, removed, added, texts });
   }
 
-  /** Upkeep folded every row committed up to `version` into the full-text indexes. */
+  /**
+   * Every row committed up to `version` is in the full-text indexes: upkeep folded them, or a read of the indexes'
+   * statistics at that version found none outside them.
+   */
   folded(version: number): void {
     if (this.tracking && (this.foldedAt === undefined || version > this.foldedAt)) this.foldedAt = version;
   }
