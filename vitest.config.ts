@@ -11,6 +11,7 @@ const UNIT = [
   'config',
   'configuration-docs',
   'digest-property',
+  'fresh-text',
   'fusion-property',
   'index-registry',
   'text-analyzer',

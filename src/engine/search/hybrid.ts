@@ -86,7 +86,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
-    const hits = await readTextLeg(legs, textQuery, textField, operator, textOnlyIndexed, scoring);
+    const ask = { query: textQuery, field: textField, operator, indexedOnly: textOnlyIndexed, scoring };
+    const hits = await readTextLeg(legs, ask);
     return ranking(hits, 'higher', req.text_weight);
   };
   const vectorLeg = async () => {

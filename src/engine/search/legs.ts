@@ -1,6 +1,7 @@
 import { readingPredicate } from '../predicate/predicate.js';
 import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
+import type { FreshRead } from '../text/fresh.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
 import { rescored, type TextScoring } from './text-scoring.js';
@@ -50,23 +51,37 @@ export interface LegReads {
   page: number;
 }
 
+/** What a text leg searches: its query and column, how terms combine, and how it reads (see `readTextLeg`). */
+export interface TextAsk {
+  query: string;
+  field: string;
+  operator: TextOperator;
+  indexedOnly: boolean;
+  scoring: TextScoring | undefined;
+}
+
 /**
  * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
  * `scoring`, the leg reads each hit's text and scores it over the live rows; it reads deeper then
  * (`RESCORED_DEPTH`), as the index's ranking is only an approximation of that one.
  */
-export async function readTextLeg(
-  legs: LegReads,
-  query: string,
-  field: string,
-  operator: TextOperator,
-  indexedOnly: boolean,
-  scoring: TextScoring | undefined,
-): Promise<LegHits> {
-  const { table, filter, both, carried, ranked } = legs;
+export async function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
+  const { table, filter } = legs;
   // The rows this node wrote since its last fold are searched here, the index for the rest; not with a filter,
-  // which only Lance evaluates.
-  const fresh = scoring !== undefined && !indexedOnly && filter === undefined && table.freshText.usable;
+  // which only Lance evaluates. The fold is taken before the index is read, so that no row falls between.
+  const usesFresh = ask.scoring !== undefined && !ask.indexedOnly && filter === undefined;
+  const freshRead = usesFresh ? table.freshText.begin() : undefined;
+  try {
+    return await readTextLegBeside(legs, ask, freshRead);
+  } finally {
+    if (freshRead !== undefined) table.freshText.end(freshRead);
+  }
+}
+
+async function readTextLegBeside(legs: LegReads, ask: TextAsk, freshRead: FreshRead | undefined): Promise<LegHits> {
+  const { table, filter, both, carried, ranked } = legs;
+  const { query, field, operator, indexedOnly, scoring } = ask;
+  const fresh = freshRead !== undefined;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
   const read = async (limit: number) => {
     const hits = await readingFilter(() =>
@@ -86,8 +101,16 @@ export async function readTextLeg(
   // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
   const first = scoring === undefined ? firstTextRead(ranked, both) : RESCORED_DEPTH * firstTextRead(ranked, false);
   const indexed = await readLeg(read, 'higher', ranked, first);
-  if (!fresh || scoring === undefined) return indexed;
-  const found = await table.freshText.search(field, scoring.query, operator, scoring.stats, ranked);
+  if (freshRead === undefined || scoring === undefined) return indexed;
+  let found: { keys: bigint[]; values: number[] };
+  try {
+    found = await table.freshText.search(freshRead, field, scoring.query, operator, scoring.stats, ranked);
+  } catch {
+    // The fresh rows could not be read (a text only Lance tokenizes, which failed): until the next fold, and for
+    // this search, Lance's own way.
+    table.freshText.unsettled();
+    return readTextLegBeside(legs, ask, undefined);
+  }
   return besideFresh(legs, indexed, found);
 }
 

@@ -17,6 +17,8 @@ export interface Unindexed {
   indexed: ReadonlySet<string>;
   /** The most rows any built index is behind: what upkeep has to fold, what `strata_unindexed_rows` reports. */
   behind: number;
+  /** Whether every full-text index exists and its statistics say it covers every row. */
+  textCovered: boolean;
   /**
    * Rows deleted (or replaced) whose deletion upkeep has not compacted away yet: full-text indexes still count
    * them in their statistics.
@@ -37,8 +39,6 @@ export class UnindexedRows {
   private generation = 0;
   /** The version upkeep last built the full-text indexes again from the live rows at (`rebuilt`). */
   private rebuiltAt: number | undefined;
-  /** The full-text declarations' keys. */
-  private readonly textKeys: string[];
   /** Told of a version at which the full-text indexes cover every row (a read found none outside them). */
   onTextCovered: ((version: number) => void) | undefined;
 
@@ -46,11 +46,7 @@ export class UnindexedRows {
     private readonly source: RowSource,
     private readonly indexes: TableIndexes,
     private readonly difference: RowDifference,
-  ) {
-    this.textKeys = declaredIndexes(indexes)
-      .filter((d) => d.stored.type === 'text')
-      .map((d) => d.key);
-  }
+  ) {}
 
   /**
    * Whether the full-text indexes still count rows deleted or replaced at `unindexed`'s version: some deletion is
@@ -91,7 +87,7 @@ export class UnindexedRows {
       const newer = this.known !== undefined && this.known.version >= read.version;
       if (!newer && generation === this.generation && (await this.source.version()) === version) {
         this.known = read;
-        if (this.textKeys.every((key) => read.rows.get(key) === 0)) this.onTextCovered?.(version);
+        if (read.textCovered) this.onTextCovered?.(version);
       }
       return read;
     } finally {
@@ -114,7 +110,7 @@ export class UnindexedRows {
     const added = new Map([...known.rows].map(([key, n]) => [key, n + rows] as const));
     // Every built index misses the new rows, the one furthest behind included.
     const behind = known.indexed.size > 0 ? known.behind + rows : 0;
-    this.known = { ...known, version, rows: added, behind };
+    this.known = { ...known, version, rows: added, behind, textCovered: known.textCovered && rows === 0 };
   }
 
   /**
@@ -131,19 +127,25 @@ export class UnindexedRows {
     const indexed = new Set<string>();
     let behind = 0;
     let all: Promise<number> | undefined;
+    // Only statistics read say a full-text index covers every row; a missing index or missing figures do not.
+    let textCovered = true;
     for (const declared of declaredIndexes(this.indexes)) {
       const index = storedIndexOf(declared, present);
+      const text = declared.stored.type === 'text';
       if (index === undefined) {
+        if (text) textCovered = false;
         all ??= this.source.count();
         rows.set(declared.key, await all);
         continue;
       }
-      const unindexed = behindOf(await this.source.indexStats(index.name));
+      const stats = await this.source.indexStats(index.name);
+      const unindexed = behindOf(stats);
+      if (text && (stats === undefined || unindexed > 0)) textCovered = false;
       rows.set(declared.key, unindexed);
       indexed.add(declared.key);
       behind = Math.max(behind, unindexed);
     }
     const deletedRows = (await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN;
-    return { version, rows, indexed, behind, deletedRows };
+    return { version, rows, indexed, behind, deletedRows, textCovered };
   }
 }

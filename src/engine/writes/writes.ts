@@ -65,7 +65,14 @@ async function recording<T extends { version: number }>(
 ): Promise<T> {
   const done = table.changes.beginWrite();
   try {
-    const result = await commit();
+    let result: T;
+    try {
+      result = await commit();
+    } catch (err) {
+      // It may have landed all the same (no answer from the bucket): the fresh rows cannot know.
+      table.freshText.unsettled();
+      throw err;
+    }
     done({ version: result.version, kind: change.kind });
     table.unindexed.committed(result.version, change.added, change.kind === 'rewrite');
     // What a delete or replace left outside the indexes is read back in the background, for the gauge.
