@@ -10,7 +10,7 @@ import {
   type TestServer,
   upkeepPass,
 } from './support/server.js';
-import { type Row, tablesOf } from './support/tables.js';
+import { type Row, tablesOf, textTable } from './support/tables.js';
 
 /**
  * What a search says of the rows no index covers yet (docs/api.md, Freshness), `consistency: "eventual"`, the
@@ -276,27 +276,12 @@ async function onHandle(server: TestServer, database: string, check: (handle: Ta
   }
 }
 
-/** A database `database` with a table `docs` (id, body) whose body has a full-text index. */
-async function docsTable(client: Client, database: string) {
-  await activeLocalDatabase(client, database);
-  const tables = tablesOf(client, database);
-  await tables.create({
-    table_name: 'docs',
-    schema: [
-      { name: 'id', type: 'i64', nullable: false },
-      { name: 'body', type: 'utf8' },
-    ],
-    indexes: { fts: ['body'] },
-  });
-  return tables;
-}
-
 describe('BM25 over the live rows', () => {
   test('the same scores and ranking whatever was folded, deleted or replaced since', async () => {
     const server = await startStrata(HAND_RUN);
     try {
       const client = await server.as('acme');
-      const tables = await docsTable(client, 'b');
+      const tables = await textTable(client, 'b', 'docs');
       const words = ['red', 'Kettle', 'blue', 'pot', 'tea', 'cup', 'green', 'steel', 'iron', 'jug'];
       let seed = 11;
       const random = () => {
@@ -393,7 +378,7 @@ describe('fresh rows beside the index', () => {
     const server = await startStrata({ ...HAND_RUN, STRATA_UPKEEP_PAUSED: '1' });
     try {
       const client = await server.as('acme');
-      const tables = await docsTable(client, 'f');
+      const tables = await textTable(client, 'f', 'docs');
       const live = new Map<number, string>();
       for (let batch = 0; batch < 3; batch++) {
         const rows = Array.from({ length: 40 }, (_, i) => {
@@ -433,7 +418,7 @@ describe('a full-text index that counts deleted rows', () => {
     const server = await startStrata(HAND_RUN);
     try {
       const client = await server.as('acme');
-      const tables = await docsTable(client, 'd');
+      const tables = await textTable(client, 'd', 'docs');
       const words = ['alpha', 'beta', 'gamma', 'delta'];
       const live = new Map<number, string>();
       const rows = Array.from({ length: 200 }, (_, i) => {

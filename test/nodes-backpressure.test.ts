@@ -1,7 +1,7 @@
 import { afterEach, expect, test } from 'vitest';
 import { type Nodes, startNodes } from './support/nodes.js';
-import { activeLocalDatabase, type Client, eventually } from './support/server.js';
-import { tablesOf } from './support/tables.js';
+import { type Client, eventually } from './support/server.js';
+import { tablesOf, textTable } from './support/tables.js';
 
 /**
  * Backpressure on several nodes: each node refuses writes by what the table's indexes miss at its latest version,
@@ -18,23 +18,10 @@ afterEach(() => {
 const rows = (from: number, n: number) =>
   Array.from({ length: n }, (_, i) => ({ id: from + i, body: `row ${from + i}` }));
 
-async function notes(api: Client) {
-  await activeLocalDatabase(api, 'db');
-  const tables = tablesOf(api, 'db');
-  await tables.create({
-    table_name: 'notes',
-    schema: [
-      { name: 'id', type: 'i64', nullable: false },
-      { name: 'body', type: 'utf8' },
-    ],
-    indexes: { fts: ['body'] },
-  });
-}
-
 test('the cap holds whichever node the writes go through', async () => {
   install = await startNodes(2, { STRATA_UPKEEP_PAUSED: '1', STRATA_MAX_UNINDEXED_ROWS: '50' });
   const [first, second] = install.apis as [Client, Client];
-  await notes(first);
+  await textTable(first, 'db', 'notes');
   const statuses: number[] = [];
   for (let k = 0; k < 8; k++) {
     const through = tablesOf(k % 2 === 0 ? first : second, 'db');
@@ -48,7 +35,7 @@ test('the cap holds whichever node the writes go through', async () => {
 test('a node that neither wrote nor folded the rows takes writes again once another node folded them', async () => {
   install = await startNodes(2, { STRATA_UPKEEP_INTERVAL_MS: '200', STRATA_MAX_UNINDEXED_ROWS: '50' });
   const [first, second] = install.apis as [Client, Client];
-  await notes(first);
+  await textTable(first, 'db', 'notes');
   expect((await tablesOf(first, 'db').append('notes', rows(0, 60))).status).toBe(200);
   // Whichever node holds the table's upkeep lease folds the 60 rows; then both nodes take appends.
   let next = 100;

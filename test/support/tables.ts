@@ -4,7 +4,7 @@ import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../src/arrow/arrow.js';
 import { type JsonValue, rowsToJson } from '../../src/arrow/to-json.js';
 import { ROW_KEY } from '../../src/engine/tables/schema.js';
-import type { Client, Reply, TestServer } from './server.js';
+import { activeLocalDatabase, type Client, type Reply, type TestServer } from './strata.js';
 
 export type Row = Record<string, JsonValue>;
 
@@ -37,6 +37,24 @@ export function tablesOf(api: Client, database: string) {
         await api.get<{ tables: { table_name: string; num_rows: number }[] }>(`/v1/list_tables/${database}`)
       ).json.tables.find((t) => t.table_name === table)?.num_rows,
   };
+}
+
+/**
+ * Registers and verifies the local database `database` and creates `table` in it: `id` (i64) and `body` (utf8)
+ * with a full-text index. Returns the database's table client.
+ */
+export async function textTable(api: Client, database: string, table: string) {
+  await activeLocalDatabase(api, database);
+  const tables = tablesOf(api, database);
+  await tables.create({
+    table_name: table,
+    schema: [
+      { name: 'id', type: 'i64', nullable: false },
+      { name: 'body', type: 'utf8' },
+    ],
+    indexes: { fts: ['body'] },
+  });
+  return tables;
 }
 
 async function arrowPost(api: Client, path: string, ipc: Uint8Array, accept: string) {

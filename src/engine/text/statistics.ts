@@ -92,7 +92,7 @@ export class TextStatistics {
    * This node committed `version`, removing rows with the `removed` texts and adding the `added` ones. Applied if
    * the statistics held are of the version before (or of one whose rows are the same); else they are let go.
    */
-  async committed(version: number, texts: CommitTexts): Promise<void> {
+  committed(version: number, texts: CommitTexts): void {
     if (this.building !== undefined) {
       this.pending.push({ version, texts });
       return;

@@ -77,7 +77,7 @@ async function recording<T extends { version: number }>(
     table.unindexed.committed(result.version, change.added, change.kind === 'rewrite');
     // What a delete or replace left outside the indexes is read back in the background, for the gauge.
     if (change.kind === 'rewrite') table.unindexed.at(result.version).catch(() => undefined);
-    await table.text.committed(result.version, change.texts);
+    table.text.committed(result.version, change.texts);
     table.freshText.committed(result.version, change.keys.removed, change.keys.written, change.written);
     return result;
   } finally {
