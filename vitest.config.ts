@@ -11,7 +11,7 @@ const UNIT = [
   'config',
   'configuration-docs',
   'digest-property',
-  'fresh-text',
+  'fresh-rows',
   'fusion-property',
   'index-registry',
   'text-analyzer',

@@ -2,9 +2,10 @@
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
  * LanceDB, hybrid searches a second with 8 clients at once (HTTP and in process), the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
  * vector leg against exact search, exact count of a two-term query, index build and upkeep times, latency with
- * 10% of rows unindexed (through HTTP, strong and `consistency: "eventual"`, in process, and in process over the
- * indexed rows alone), how long upkeep
- * then takes to fold them in and latency after, and server RSS.
+ * 1% and 10% of rows unindexed on the node that wrote them (its fresh tier) and on a node that did not (Lance's own
+ * path), the 10% through HTTP strong and `consistency: "eventual"`, in process, and in process over the indexed
+ * rows alone; how long upkeep then takes to fold them in and latency after; latency while 2,000 rows/s are
+ * appended in 1k-row batches (sustained ingest); and server RSS.
  * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
@@ -45,6 +46,10 @@ const K = 10;
  */
 const HYBRID_WINDOW = 100;
 const VECTOR_SLACK = 1;
+/** Sustained ingest: rows appended a second, in batches of this many, and at most this many rows in all. */
+const INGEST_RATE = 2_000;
+const INGEST_BATCH = 1_000;
+const INGEST_ROWS = 80_000;
 
 const schema = new arrow.Schema([
   new arrow.Field('id', new arrow.Int64(), false),
@@ -68,9 +73,10 @@ async function appendCorpus(
   vectors: Float32Array,
   from: number,
   to: number,
+  batch = BATCH,
 ): Promise<void> {
-  for (let start = from; start < to; start += BATCH) {
-    const body = batchBody(texts, vectors, start, Math.min(to, start + BATCH));
+  for (let start = from; start < to; start += batch) {
+    const body = batchBody(texts, vectors, start, Math.min(to, start + batch));
     await server.post('/v1/append/bench?table=docs', body, { 'content-type': ARROW, accept: ARROW });
   }
 }
@@ -300,6 +306,42 @@ function rankingAgreement(before: Awaited<ReturnType<typeof textRankings>>, afte
   };
 }
 
+/** A gauge of the server's `/metrics`. */
+async function gauge(server: Server, name: string): Promise<number> {
+  const metrics = await (await fetch(`${server.url}/metrics`)).text();
+  return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+}
+
+/**
+ * Latencies while another client appends `INGEST_RATE` rows a second in `INGEST_BATCH`-row Arrow batches (rows
+ * `from` on of the corpus, `INGEST_ROWS` at most), with upkeep folding them as it does; and the rate achieved.
+ */
+async function underIngest(
+  server: Server,
+  corpus: { texts: string[]; vectors: Float32Array },
+  queries: ReturnType<typeof makeQueries>,
+  from: number,
+) {
+  let done = false;
+  let appended = 0;
+  const started = performance.now();
+  const appender = (async () => {
+    for (let i = 0; !done && appended + INGEST_BATCH <= INGEST_ROWS; i++) {
+      const due = started + (i * INGEST_BATCH * 1000) / INGEST_RATE;
+      const wait = due - performance.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      const at = from + appended;
+      await appendCorpus(server, corpus.texts, corpus.vectors, at, at + INGEST_BATCH, INGEST_BATCH);
+      appended += INGEST_BATCH;
+    }
+  })();
+  const { http } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
+  done = true;
+  const measuredSeconds = (performance.now() - started) / 1000;
+  await appender;
+  return { http, rowsPerS: Math.round(appended / measuredSeconds), appended };
+}
+
 const summarize = (l: Latencies) => ({
   text: summary(l.text),
   vector: summary(l.vector),
@@ -311,7 +353,8 @@ async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-search-'));
   const extra = Math.floor(ROWS / 9); // 10% of the final table
   console.log(`generating ${ROWS + extra} rows (Zipf text, ${DIM}-d latent-model vectors)…`);
-  const corpus = makeCorpus(ROWS + extra, 1);
+  const onePercent = Math.floor(ROWS / 99);
+  const corpus = makeCorpus(ROWS + extra + INGEST_ROWS, 1);
   const queries = makeQueries(50, 2);
 
   let server = await startServer(dataDir, { STRATA_UPKEEP_INTERVAL_MS: '1000' });
@@ -376,7 +419,10 @@ async function main(): Promise<void> {
   // 10% more rows that no index covers yet: upkeep paused on a restarted server.
   await server.stop();
   server = await startServer(dataDir, { STRATA_UPKEEP_PAUSED: '1' }, { build: false, secret: server.secret });
-  await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + extra);
+  // First 1%, the steady state under ingest, searched on the node that wrote it (beside the indexes, in its tier).
+  await appendCorpus(server, corpus.texts, corpus.vectors, ROWS, ROWS + onePercent);
+  const { http: httpOnePercent } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
+  await appendCorpus(server, corpus.texts, corpus.vectors, ROWS + onePercent, ROWS + extra);
   // And 5% of the rows deleted, which the full-text index keeps counting until a compaction drops them.
   await server.post(`/v1/delete/bench?table=docs&predicate=${encodeURIComponent('id % 20 = 7')}`, undefined, {});
   const unindexed = await unindexedRows(lance);
@@ -391,8 +437,15 @@ async function main(): Promise<void> {
     queries.texts.length,
   );
   const httpUnindexed = unindexedPhase.http;
+  const tier = { rows: await gauge(server, 'strata_fresh_rows'), bytes: await gauge(server, 'strata_fresh_bytes') };
+  const concurrentUnindexed = await throughput(httpRunner(server, queries).hybrid, queries.texts.length);
   const rssUnindexed = await server.rssMb();
   const upkeepRssUnindexed = server.childrenRssMb();
+
+  // The same tail on a node that did not write it (restarted): no fresh tier, Lance reads the tail itself.
+  await server.stop();
+  server = await startServer(dataDir, { STRATA_UPKEEP_PAUSED: '1' }, { build: false, secret: server.secret });
+  const { http: httpLancePath } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
 
   // Upkeep let loose again: how long it takes to fold the fresh 10% in, and latency once it has.
   await server.stop();
@@ -403,6 +456,16 @@ async function main(): Promise<void> {
   const { http: httpFolded } = await measure({ http: httpRunner(server, queries) }, queries.texts.length);
   const rankedFolded = await textRankings(server, queries);
   const agreement = rankingAgreement(rankedWithTail, rankedFolded);
+  const ingest = await underIngest(server, corpus, queries, ROWS + extra);
+  const ratioToIndexed = (l: Latencies, kind: Kind, p: 'p50' | 'p99') =>
+    Number((summary(l[kind])[p] / summary(http[kind])[p]).toFixed(2));
+  const versus = (l: Latencies) =>
+    Object.fromEntries(
+      (['text', 'vector', 'hybrid'] as const).map((kind) => [
+        kind,
+        { p50: ratioToIndexed(l, kind, 'p50'), p99: ratioToIndexed(l, kind, 'p99') },
+      ]),
+    );
 
   const results = {
     rows: ROWS,
@@ -422,9 +485,15 @@ async function main(): Promise<void> {
     },
     recall_at_10_vector_leg: Number((found / (RECALL_QUERIES * K)).toFixed(3)),
     count_two_terms: { query: queries.texts[0], hits: countHits.count },
+    with_1pct_unindexed: { http_ms: summarize(httpOnePercent), vs_indexed: versus(httpOnePercent) },
     with_10pct_unindexed: {
       unindexed_rows: unindexed,
+      fresh_tier: tier,
       http_ms: summarize(httpUnindexed),
+      vs_indexed: versus(httpUnindexed),
+      hybrid_per_s_with_8_clients: concurrentUnindexed,
+      http_ms_on_a_node_without_the_tier: summarize(httpLancePath),
+      vs_indexed_without_the_tier: versus(httpLancePath),
       in_process_ms: summarize(unindexedPhase.inProcess),
       ratio_http_vs_in_process_p50: ratios(httpUnindexed, unindexedPhase.inProcess),
       in_process_indexed_rows_only_ms: summarize(unindexedPhase.indexedOnly),
@@ -433,6 +502,13 @@ async function main(): Promise<void> {
       upkeep_fold_seconds: Number(foldSeconds.toFixed(1)),
       text_top10_with_tail_vs_folded: agreement,
       http_ms_after_fold: summarize(httpFolded),
+    },
+    sustained_ingest: {
+      target_rows_per_s: INGEST_RATE,
+      rows_per_s: ingest.rowsPerS,
+      rows_appended: ingest.appended,
+      http_ms: summarize(ingest.http),
+      vs_indexed: versus(ingest.http),
     },
     server_rss_mb: { indexed: rssIndexed, after_unindexed_phase: rssUnindexed, after_fold: await server.rssMb() },
     upkeep_process_rss_mb: {

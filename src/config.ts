@@ -52,6 +52,11 @@ export interface Config {
    * `index_behind` until upkeep folds them in (ext): searches scan those rows outside the indexes.
    */
   maxUnindexedRows: number;
+  /**
+   * Bytes the fresh rows (searched beside the indexes by the node that wrote them) of all tables may take on a
+   * node (ext); past it, the largest let go of theirs and their searches read Lance's way until upkeep folds them.
+   */
+  freshTierBytes: number;
   /** Upkeep makes no commits while set: for maintenance windows, and for measuring search over a tail (ext). */
   upkeepPaused: boolean;
   /**
@@ -266,6 +271,7 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     ...idempotency(env),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
     maxUnindexedRows: integer(env, 'STRATA_MAX_UNINDEXED_ROWS', 500_000, 1),
+    freshTierBytes: integer(env, 'STRATA_FRESH_TIER_MB', 1024, 0) * 1024 * 1024,
     upkeepPaused: flag(env, 'STRATA_UPKEEP_PAUSED', false),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),

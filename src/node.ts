@@ -5,6 +5,7 @@ import type { Config } from './config.js';
 import { Databases } from './control/databases.js';
 import { DatabaseLifecycle } from './control/lifecycle.js';
 import type { ControlStore } from './control/store.js';
+import { FreshBudget } from './engine/fresh/budget.js';
 import { WorkerPool } from './engine/workers/pool.js';
 import { WritePath } from './engine/writes/service.js';
 import { buildApp } from './http/app.js';
@@ -27,6 +28,8 @@ export interface StrataNode {
   nodeId: string;
   metrics: ServiceMetrics;
   sqlBudget: SqlMemoryBudget;
+  /** The memory the fresh rows of this node's tables may take. */
+  freshBudget: FreshBudget;
   log: FastifyBaseLogger;
   close(): Promise<void>;
 }
@@ -45,6 +48,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
   const metrics = new ServiceMetrics();
   const nodeId = `node_${randomUUID()}`;
   const sqlBudget = SqlMemoryBudget.ofMb(config.sqlNodeMemoryMb);
+  const freshBudget = new FreshBudget(config.freshTierBytes);
   const workers = new WorkerPool({
     deps: {
       catalog: store,
@@ -75,6 +79,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       maxTables: config.limits.tablesPerDatabase,
       maxResultBytes: config.limits.maxResultBytes,
       maxUnindexedRows: config.maxUnindexedRows,
+      freshBudget,
       writes: new WritePath(
         store,
         { nodeId, holdMs: config.idempotencyHoldMs, ttlMs: config.idempotencyTtlMs },
@@ -101,6 +106,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
     nodeId,
     metrics,
     sqlBudget,
+    freshBudget,
     log,
     async close() {
       stopFollowing();

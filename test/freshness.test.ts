@@ -263,10 +263,15 @@ function reference(live: ReadonlyMap<number, string | null>, query: string, and:
 }
 
 /** Runs `check` on the open table `docs` of acme's database `database`, on the server's own worker. */
-async function onHandle(server: TestServer, database: string, check: (handle: TableHandle) => Promise<void>) {
+async function onHandle(
+  server: TestServer,
+  database: string,
+  check: (handle: TableHandle) => Promise<void>,
+  table = 'docs',
+) {
   const account = await server.app.ctx.store.ensureAccount('acme');
   const found = await server.app.ctx.store.findDatabase(account.id, database);
-  const record = await server.app.ctx.store.findTable(found?.id ?? '', 'docs');
+  const record = await server.app.ctx.store.findTable(found?.id ?? '', table);
   const lease = server.app.ctx.workers.leaseIfPlaced(found?.id ?? '');
   if (lease === undefined || record === undefined) throw new Error('no worker');
   try {
@@ -361,11 +366,11 @@ describe('BM25 over the live rows', () => {
       // The rows written since the last fold were searched beside the index, by the node that wrote them.
       await append(5);
       await onHandle(server, 'b', async (handle) => {
-        expect(handle.freshText.usable).toBe(true);
+        expect(handle.fresh.usable('text')).toBe(true);
       });
       await check('fresh rows beside the index');
       await onHandle(server, 'b', async (handle) => {
-        expect(handle.freshText.size).toBeGreaterThanOrEqual(5);
+        expect(handle.fresh.size).toBeGreaterThanOrEqual(5);
       });
     } finally {
       await server.close();
@@ -404,8 +409,101 @@ describe('fresh rows beside the index', () => {
       });
       // Nothing was ever folded: the empty table's index covered every row, and each row since is held here.
       await onHandle(server, 'f', async (handle) => {
-        expect(handle.freshText.usable).toBe(true);
-        expect(handle.freshText.size).toBe(110);
+        expect(handle.fresh.usable('text')).toBe(true);
+        expect(handle.fresh.size).toBe(110);
+      });
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('fresh rows beside the vector index', () => {
+  test('vector and hybrid searches over a tail, deletes and replaces answer the exact nearest live rows, as after a fold', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'v');
+      let seed = 7;
+      const random = () => {
+        seed = (seed * 48271) % 2147483647;
+        return seed / 2147483647 - 0.5;
+      };
+      const live = new Map<number, { body: string; emb: number[] }>();
+      const row = (id: number) => {
+        const value = { body: `w${id % 7} w${id % 3}`, emb: [random(), random(), random(), random()] };
+        live.set(id, value);
+        return { id, ...value };
+      };
+      const ids = (from: number, n: number) => Array.from({ length: n }, (_, i) => from + i);
+      expect((await tables.append('notes', ids(0, 300).map(row))).status).toBe(200);
+      await upkeepPass(server, 'v'); // trains the ANN index on the 300 rows, and folds
+      expect((await tables.append('notes', ids(300, 60).map(row))).status).toBe(200);
+      expect((await tables.append('notes', ids(360, 60).map(row))).status).toBe(200);
+      expect((await tables.update('notes', 'id >= 100 AND id < 110', ids(100, 10).map(row))).status).toBe(200);
+      expect((await tables.update('notes', 'id >= 330 AND id < 340', ids(330, 10).map(row))).status).toBe(200);
+      expect((await tables.remove('notes', 'id >= 200 AND id < 220')).status).toBe(200);
+      for (const id of ids(200, 20)) live.delete(id);
+      expect((await tables.remove('notes', 'id >= 400 AND id < 405')).status).toBe(200);
+      for (const id of ids(400, 5)) live.delete(id);
+      await onHandle(
+        server,
+        'v',
+        async (handle) => {
+          expect(handle.fresh.usable('vector')).toBe(true);
+        },
+        'notes',
+      );
+      const queries = Array.from({ length: 12 }, () => [random(), random(), random(), random()]);
+      const search = async (query: number[], text?: string) => {
+        const reply = await client.request<{ data: { id: number; _distance: number | null }[] }>(
+          'POST',
+          '/v1/hybrid_search/v',
+          {
+            table_name: 'notes',
+            vector_field: 'emb',
+            vector_query: query,
+            k: 10,
+            projection: ['id'],
+            ...(text === undefined ? {} : { text_field: 'body', text_query: text }),
+          },
+          { accept: 'application/json' },
+        );
+        expect(reply.status).toBe(200);
+        return { data: reply.json.data, fresh: receipt(reply.headers).fresh };
+      };
+      const answers = async () => {
+        const out = [];
+        for (const q of queries) out.push((await search(q)).data, (await search(q, 'w3 w1')).data);
+        return out;
+      };
+      const beside = await answers();
+      for (const [i, q] of queries.entries()) {
+        const exact = [...live]
+          .map(([id, v]) => ({ id, d: v.emb.reduce((sum, x, j) => sum + (x - (q[j] as number)) ** 2, 0) }))
+          .sort((a, b) => a.d - b.d)
+          .slice(0, 10);
+        const got = beside[2 * i] ?? [];
+        expect(got.map((r) => r.id)).toEqual(exact.map((e) => e.id));
+        got.forEach((r, j) => {
+          expect(r._distance).toBeCloseTo(exact[j]?.d as number, 5);
+        });
+      }
+      expect((await search(queries[0] as number[])).fresh).toBeGreaterThan(0);
+      await onHandle(
+        server,
+        'v',
+        async (handle) => {
+          expect(handle.fresh.size).toBeGreaterThan(0);
+        },
+        'notes',
+      );
+      // Folded, the same answers from the indexes alone.
+      await upkeepPass(server, 'v');
+      expect((await search(queries[0] as number[])).fresh).toBe(0);
+      const folded = await answers();
+      folded.forEach((rows, i) => {
+        expect(rows.map((r) => r.id)).toEqual((beside[i] ?? []).map((r) => r.id));
       });
     } finally {
       await server.close();

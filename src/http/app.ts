@@ -20,7 +20,7 @@ import { tableRoutes } from './routes/tables.js';
 
 /** Builds the HTTP app of a node; the caller listens and closes. Closing the app closes the node. */
 export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
-  const { config, store, databases, workers, metrics, sqlBudget } = node;
+  const { config, store, databases, workers, metrics, sqlBudget, freshBudget } = node;
   const app = Fastify({
     loggerInstance: node.log,
     bodyLimit: config.maxBodyBytes,
@@ -68,6 +68,21 @@ export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
     'strata_upkeep_leases_held',
     'Tables whose index upkeep lease this node holds (one node looks after each table)',
     () => workers.leasesHeld(),
+  );
+  metrics.watch(
+    'strata_fresh_rows',
+    'Rows this node wrote that its indexes do not cover yet, held in memory and searched beside them (the fresh tier)',
+    () => freshBudget.rows,
+  );
+  metrics.watch(
+    'strata_fresh_bytes',
+    "Bytes the fresh tier's rows take on this node, as estimated when written (STRATA_FRESH_TIER_MB bounds them)",
+    () => freshBudget.bytes,
+  );
+  metrics.watch(
+    'strata_fresh_overflows',
+    'Tables whose fresh rows were let go of to stay within STRATA_FRESH_TIER_MB, since start-up',
+    () => freshBudget.overflows,
   );
   metrics.watch('strata_workers_placed', 'Databases with a worker placed on this node', () => workers.size);
   metrics.watch(

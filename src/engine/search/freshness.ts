@@ -8,6 +8,8 @@ import type { Receipt } from './request.js';
  */
 export interface Freshness {
   receipt: Receipt;
+  /** For each leg, whether its index exists (a leg without one scans its column exactly). */
+  indexed: boolean[];
   indexedOnly: boolean[];
   exactIndex: boolean[];
 }
@@ -29,5 +31,6 @@ export async function freshnessOf(
   const outside = legs.map((key, i) => (key === undefined || indexedOnly[i] ? 0 : (unindexed.rows.get(key) ?? 0)));
   const countsDeleted = table.unindexed.countsDeleted(unindexed);
   const exactIndex = legs.map((key) => key !== undefined && unindexed.rows.get(key) === 0 && !countsDeleted);
-  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexedOnly, exactIndex };
+  const indexed = legs.map((key) => key !== undefined && unindexed.indexed.has(key));
+  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexed, indexedOnly, exactIndex };
 }

@@ -18,6 +18,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const { fields, offset, window, operator, filter, textQuery, textField, vector } = planHybrid(table, req);
   const {
     receipt,
+    indexed: [, vectorIndexed = false],
     indexedOnly: [textOnlyIndexed = false, vectorOnlyIndexed = false],
     exactIndex: [textIndexExact = true],
   } = await freshnessOf(
@@ -92,7 +93,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
-    return ranking(await readVectorLeg(legs, vector, vectorOnlyIndexed), 'lower', req.vector_weight);
+    const ask = { indexed: vectorIndexed, indexedOnly: vectorOnlyIndexed };
+    return ranking(await readVectorLeg(legs, vector, ask), 'lower', req.vector_weight);
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
   const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });

@@ -1,7 +1,7 @@
+import { FreshGone, type FreshKind, type FreshRead } from '../fresh/rows.js';
 import { readingPredicate } from '../predicate/predicate.js';
 import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
-import type { FreshRead } from '../text/fresh.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
 import { rescored, type TextScoring } from './text-scoring.js';
@@ -65,25 +65,11 @@ export interface TextAsk {
  * `scoring`, the leg reads each hit's text and scores it over the live rows; it reads deeper then
  * (`RESCORED_DEPTH`), as the index's ranking is only an approximation of that one.
  */
-export async function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
-  const { table, filter } = legs;
-  // The rows this node wrote since its last fold are searched here, the index for the rest; not with a filter,
-  // which only Lance evaluates. The fold is taken before the index is read, so that no row falls between.
-  const usesFresh = ask.scoring !== undefined && !ask.indexedOnly && filter === undefined;
-  const freshRead = usesFresh ? table.freshText.begin() : undefined;
-  try {
-    return await readTextLegBeside(legs, ask, freshRead);
-  } finally {
-    if (freshRead !== undefined) table.freshText.end(freshRead);
-  }
-}
-
-async function readTextLegBeside(legs: LegReads, ask: TextAsk, freshRead: FreshRead | undefined): Promise<LegHits> {
+export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
   const { query, field, operator, indexedOnly, scoring } = ask;
-  const fresh = freshRead !== undefined;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
-  const read = async (limit: number) => {
+  const indexRead = (fresh: boolean) => async (limit: number) => {
     const hits = await readingFilter(() =>
       table.rows.textLeg({
         query,
@@ -100,23 +86,90 @@ async function readTextLegBeside(legs: LegReads, ask: TextAsk, freshRead: FreshR
   };
   // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
   const first = scoring === undefined ? firstTextRead(ranked, both) : RESCORED_DEPTH * firstTextRead(ranked, false);
-  const indexed = await readLeg(read, 'higher', ranked, first);
-  if (freshRead === undefined || scoring === undefined) return indexed;
-  let found: { keys: bigint[]; values: number[] };
-  try {
-    found = await table.freshText.search(freshRead, field, scoring.query, operator, scoring.stats, ranked);
-  } catch {
-    // The fresh rows could not be read (a text only Lance tokenizes, which failed): until the next fold, and for
-    // this search, Lance's own way.
-    table.freshText.unsettled();
-    return readTextLegBeside(legs, ask, undefined);
-  }
-  return besideFresh(legs, indexed, found);
+  return readBeside(legs, 'text', {
+    index: (fresh) => readLeg(indexRead(fresh), 'higher', ranked, first),
+    // The fresh rows' scores are BM25 over the live rows: only beside an index whose scores are rescored so too.
+    fresh:
+      scoring === undefined || indexedOnly
+        ? undefined
+        : (read) => table.fresh.searchText(read, field, scoring.query, operator, scoring.stats, ranked),
+  });
+}
+
+/** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */
+export function readVectorLeg(legs: LegReads, vector: VectorLegPlan, ask: VectorAsk): Promise<LegHits> {
+  const { table, filter, both, carried, ranked, page } = legs;
+  const indexRead = (fresh: boolean) => (limit: number) =>
+    readingFilter(() =>
+      table.rows.vectorLeg({
+        field: vector.field,
+        vector: vector.query,
+        metric: vector.metric,
+        filter,
+        limit,
+        columns: carried,
+        ids: both,
+        wanted: page,
+        indexedOnly: ask.indexedOnly || fresh,
+      }),
+    );
+  const query = Float32Array.from(vector.query);
+  return readBeside(legs, 'vector', {
+    // Distances rarely tie: one row past the window shows whether they do.
+    index: (fresh) => readLeg(indexRead(fresh), 'lower', ranked, ranked + 1),
+    // Without an index the leg scans the column exactly in any case, fresh rows included.
+    fresh:
+      ask.indexed && !ask.indexedOnly
+        ? (read) => table.fresh.searchVector(read, vector.field, query, ranked)
+        : undefined,
+  });
+}
+
+/** How a vector leg reads: whether its ANN index exists, and whether it reads only what that covers (eventual). */
+export interface VectorAsk {
+  indexed: boolean;
+  indexedOnly: boolean;
 }
 
 /**
- * A text leg's hits from the index with those of the fresh rows beside them, every hit's row key resolved: a row
- * both hold (written just before a fold began, which covered it) is the index's hit.
+ * A leg's hits: from its index alone and, beside them, from the rows this node wrote since its last fold of that
+ * kind of index (`FreshRows`), when they may stand in for the rest; else from the index and whatever Lance reads
+ * outside it. Not with a filter, which only Lance evaluates. The fold is taken before the index is read, so that no
+ * row falls between.
+ */
+async function readBeside(
+  legs: LegReads,
+  kind: FreshKind,
+  read: {
+    index: (fresh: boolean) => Promise<Hits>;
+    /** How the fresh rows are searched; undefined where they may not stand in for what the index misses. */
+    fresh: ((read: FreshRead) => Promise<{ keys: bigint[]; values: number[] }>) | undefined;
+  },
+): Promise<LegHits> {
+  const { table, filter } = legs;
+  const searchFresh = read.fresh;
+  const freshRead = searchFresh !== undefined && filter === undefined ? table.fresh.begin(kind) : undefined;
+  if (searchFresh === undefined || freshRead === undefined) return read.index(false);
+  try {
+    const indexed = await read.index(true);
+    let found: { keys: bigint[]; values: number[] };
+    try {
+      found = await searchFresh(freshRead);
+    } catch (err) {
+      // The budget took the fresh rows away meanwhile, or they could not be read (a text only Lance tokenizes,
+      // which failed; until the next fold): this search reads Lance's own way.
+      if (!(err instanceof FreshGone)) table.fresh.unsettled();
+      return read.index(false);
+    }
+    return besideFresh(legs, indexed, found);
+  } finally {
+    table.fresh.end(freshRead);
+  }
+}
+
+/**
+ * A leg's hits from its index with those of the fresh rows beside them, every hit's row key resolved: a row both
+ * hold (written just before a fold began, which covered it) is the index's hit.
  */
 async function besideFresh(
   legs: LegReads,
@@ -132,27 +185,6 @@ async function besideFresh(
     values.push(fresh.values[i] as number);
   });
   return { ...indexed, values, keys };
-}
-
-/** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */
-export async function readVectorLeg(legs: LegReads, vector: VectorLegPlan, indexedOnly: boolean): Promise<Hits> {
-  const { table, filter, both, carried, ranked, page } = legs;
-  const read = (limit: number) =>
-    readingFilter(() =>
-      table.rows.vectorLeg({
-        field: vector.field,
-        vector: vector.query,
-        metric: vector.metric,
-        filter,
-        limit,
-        columns: carried,
-        ids: both,
-        wanted: page,
-        indexedOnly,
-      }),
-    );
-  // Distances rarely tie: one row past the window shows whether they do.
-  return readLeg(read, 'lower', ranked, ranked + 1);
 }
 
 /**

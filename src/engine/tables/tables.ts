@@ -3,9 +3,10 @@ import type { Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
+import type { FreshBudget } from '../fresh/budget.js';
+import { FreshRows } from '../fresh/rows.js';
 import { builtAtCreation, describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
-import { FreshText } from '../text/fresh.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
@@ -24,6 +25,15 @@ export interface TableDescription {
 }
 
 /**
+ * Whether a node keeps the rows it writes beside the indexes (`FreshRows`): only as the one writer of its tables
+ * (a store no other node shares), within the node's budget.
+ */
+export interface FreshTier {
+  soleWriter: boolean;
+  budget?: FreshBudget;
+}
+
+/**
  * An open table: its catalog entry, schemas, stored rows, the queue its writes go through, and what this worker
  * keeps of it between requests. Closed by `dispose()`, which lets go of all of it.
  */
@@ -37,8 +47,8 @@ export class TableHandle {
   readonly unindexed: UnindexedRows;
   /** BM25's statistics of its full-text columns over the live rows, once a search needed them. */
   readonly text: TextStatistics;
-  /** The rows this node wrote that its last fold did not cover, searched beside the full-text indexes. */
-  readonly freshText: FreshText;
+  /** The rows this node wrote that its last fold did not cover, searched beside the indexes. */
+  readonly fresh: FreshRows;
   private disposed = false;
 
   constructor(
@@ -48,8 +58,7 @@ export class TableHandle {
     readonly indexes: TableIndexes,
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
-    /** Whether this node is the one writer of its tables (no other node shares its store). */
-    soleWriter = false,
+    fresh: FreshTier = { soleWriter: false },
   ) {
     this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
     this.text = new TextStatistics(
@@ -58,9 +67,14 @@ export class TableHandle {
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );
-    this.freshText = new FreshText(indexes.fts, soleWriter, (texts, column) => this.text.tokensOf(texts, column));
-    // Every row the full-text indexes cover at a version is one the fresh rows need not hold: as good as a fold.
-    this.unindexed.onTextCovered = (version) => this.freshText.folded(version);
+    this.fresh = new FreshRows(
+      indexes,
+      fresh.soleWriter,
+      (texts, column) => this.text.tokensOf(texts, column),
+      fresh.budget,
+    );
+    // Every row the indexes of a kind cover at a version is one the fresh rows need not hold: as good as a fold.
+    this.unindexed.onCovered = (version, kinds) => this.fresh.folded(version, kinds);
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
@@ -69,6 +83,7 @@ export class TableHandle {
     this.disposed = true;
     this.store.release(this.rows);
     this.upkeep.clear();
+    this.fresh.dispose();
   }
 }
 
@@ -94,8 +109,7 @@ export class Tables {
     private readonly databaseId: string,
     /** Tables this database may hold (`STRATA_MAX_TABLES_PER_DATABASE`). */
     private readonly maxTables: number,
-    /** Whether this node is the one writer of the database's tables (a store no other node shares). */
-    private readonly soleWriter = false,
+    private readonly fresh: FreshTier = { soleWriter: false },
   ) {}
 
   private async exclusively<T>(what: string, change: () => Promise<T>): Promise<T> {
@@ -255,7 +269,7 @@ export class Tables {
       const pending = (async () => {
         const indexes = JSON.parse(record.indexes) as TableIndexes;
         const rows = await this.store.open(record.tableId, indexes);
-        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store, this.soleWriter);
+        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store, this.fresh);
       })();
       const opening: { pending: Promise<TableHandle>; open?: TableHandle } = { pending };
       pending.then(

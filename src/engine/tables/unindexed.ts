@@ -1,9 +1,19 @@
+import type { FreshKind } from '../fresh/rows.js';
+import type { IndexSpec } from '../indexes/kind.js';
 import { behindOf, declaredIndexes, storedIndexOf, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource } from '../rows/source.js';
 import type { Difference } from './changes.js';
 
 /** How the table's rows differ between two versions (its change record). */
 type RowDifference = (from: number, to: number) => Difference;
+
+/** The kind of fresh rows each type of store index stands for; a scalar index has none. */
+const FRESH_KIND: Readonly<Record<IndexSpec['type'], FreshKind | undefined>> = {
+  text: 'text',
+  ann: 'vector',
+  scalar: undefined,
+};
+const KINDS: readonly FreshKind[] = ['text', 'vector'];
 
 /** What searches of one table version read outside its indexes. */
 export interface Unindexed {
@@ -17,8 +27,11 @@ export interface Unindexed {
   indexed: ReadonlySet<string>;
   /** The most rows any built index is behind: what upkeep has to fold, what `strata_unindexed_rows` reports. */
   behind: number;
-  /** Whether every full-text index exists and its statistics say it covers every row. */
-  textCovered: boolean;
+  /**
+   * The kinds of search index (full-text, vector) all of whose declared indexes exist and say, by their
+   * statistics, that they cover every row.
+   */
+  covered: readonly FreshKind[];
   /**
    * Rows deleted (or replaced) whose deletion upkeep has not compacted away yet: full-text indexes still count
    * them in their statistics.
@@ -39,8 +52,8 @@ export class UnindexedRows {
   private generation = 0;
   /** The version upkeep last built the full-text indexes again from the live rows at (`rebuilt`). */
   private rebuiltAt: number | undefined;
-  /** Told of a version at which the full-text indexes cover every row (a read found none outside them). */
-  onTextCovered: ((version: number) => void) | undefined;
+  /** Told of a version at which the indexes of some kinds cover every row (a read found none outside them). */
+  onCovered: ((version: number, kinds: readonly FreshKind[]) => void) | undefined;
 
   constructor(
     private readonly source: RowSource,
@@ -87,7 +100,7 @@ export class UnindexedRows {
       const newer = this.known !== undefined && this.known.version >= read.version;
       if (!newer && generation === this.generation && (await this.source.version()) === version) {
         this.known = read;
-        if (read.textCovered) this.onTextCovered?.(version);
+        if (read.covered.length > 0) this.onCovered?.(version, read.covered);
       }
       return read;
     } finally {
@@ -110,7 +123,7 @@ export class UnindexedRows {
     const added = new Map([...known.rows].map(([key, n]) => [key, n + rows] as const));
     // Every built index misses the new rows, the one furthest behind included.
     const behind = known.indexed.size > 0 ? known.behind + rows : 0;
-    this.known = { ...known, version, rows: added, behind, textCovered: known.textCovered && rows === 0 };
+    this.known = { ...known, version, rows: added, behind, covered: rows === 0 ? known.covered : [] };
   }
 
   /**
@@ -127,25 +140,26 @@ export class UnindexedRows {
     const indexed = new Set<string>();
     let behind = 0;
     let all: Promise<number> | undefined;
-    // Only statistics read say a full-text index covers every row; a missing index or missing figures do not.
-    let textCovered = true;
+    // Only statistics read say an index covers every row; a missing index or missing figures do not.
+    const uncovered = new Set<FreshKind>();
     for (const declared of declaredIndexes(this.indexes)) {
       const index = storedIndexOf(declared, present);
-      const text = declared.stored.type === 'text';
+      const kind = FRESH_KIND[declared.stored.type];
       if (index === undefined) {
-        if (text) textCovered = false;
+        if (kind !== undefined) uncovered.add(kind);
         all ??= this.source.count();
         rows.set(declared.key, await all);
         continue;
       }
       const stats = await this.source.indexStats(index.name);
       const unindexed = behindOf(stats);
-      if (text && (stats === undefined || unindexed > 0)) textCovered = false;
+      if (kind !== undefined && (stats === undefined || unindexed > 0)) uncovered.add(kind);
       rows.set(declared.key, unindexed);
       indexed.add(declared.key);
       behind = Math.max(behind, unindexed);
     }
     const deletedRows = (await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN;
-    return { version, rows, indexed, behind, deletedRows, textCovered };
+    const covered = KINDS.filter((kind) => !uncovered.has(kind));
+    return { version, rows, indexed, behind, deletedRows, covered };
   }
 }

@@ -5,6 +5,7 @@ import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
+import type { FreshBudget } from '../fresh/budget.js';
 import { LanceStore, storageFailure, type UpkeepProcess } from '../lance/index.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
@@ -48,6 +49,8 @@ export interface WorkerDeps {
   maxUnindexedRows: number;
   /** How writes run under idempotency keys. */
   writes: WritePath;
+  /** The memory the tables' fresh rows may take on this node (`STRATA_FRESH_TIER_MB`). */
+  freshBudget: FreshBudget;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -89,7 +92,10 @@ export class DatabaseWorker {
   static async open(ref: DatabaseRef, deps: WorkerDeps, node: NodeShared): Promise<DatabaseWorker> {
     const location = await lanceLocation(ref.binding, deps.storage, `strata-${ref.id}`.slice(0, 64));
     const store = await LanceStore.open(location, node.upkeepProcess, deps.log);
-    const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, !deps.upkeep.othersWrite);
+    const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, {
+      soleWriter: !deps.upkeep.othersWrite,
+      budget: deps.freshBudget,
+    });
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
     upkeep.start();
     return new DatabaseWorker(

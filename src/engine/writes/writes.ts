@@ -1,6 +1,8 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Conflict } from '../../errors.js';
+import { vectorsOf } from '../fresh/batches.js';
+import type { ColumnVectors, FreshWrite } from '../fresh/rows.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
@@ -48,8 +50,8 @@ interface RowChange {
   kind: ChangeKind;
   added: number;
   keys: { removed: readonly bigint[]; written: readonly bigint[] };
-  /** The written rows' texts, for the fresh rows searched beside the full-text indexes (`FreshText`). */
-  written: ColumnTexts;
+  /** The written rows' texts and vectors, for the fresh rows searched beside the indexes (`FreshRows`). */
+  written: FreshWrite;
   texts: CommitTexts;
 }
 
@@ -70,7 +72,7 @@ async function recording<T extends { version: number }>(
       result = await commit();
     } catch (err) {
       // It may have landed all the same (no answer from the bucket): the fresh rows cannot know.
-      table.freshText.unsettled();
+      table.fresh.unsettled();
       throw err;
     }
     done({ version: result.version, kind: change.kind });
@@ -78,7 +80,7 @@ async function recording<T extends { version: number }>(
     // What a delete or replace left outside the indexes is read back in the background, for the gauge.
     if (change.kind === 'rewrite') table.unindexed.at(result.version).catch(() => undefined);
     table.text.committed(result.version, change.texts);
-    table.freshText.committed(result.version, change.keys.removed, change.keys.written, change.written);
+    table.fresh.committed(result.version, change.keys.removed, change.keys.written, change.written);
     return result;
   } finally {
     done();
@@ -89,7 +91,15 @@ async function recording<T extends { version: number }>(
 const textsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnTexts =>
   new Map(table.indexes.fts.map((f) => [f.column, batches.flatMap((batch) => textsOf(batch, f.column))] as const));
 
-const NO_TEXTS: ColumnTexts = new Map();
+const NOTHING_FRESH: FreshWrite = { texts: new Map(), vectors: new Map() };
+
+/** The vector columns' vectors of batches of rows, when the fresh rows hold them. */
+const vectorsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnVectors =>
+  table.fresh.tracks('vector')
+    ? new Map(
+        table.indexes.vector.map((v) => [v.column, batches.flatMap((batch) => vectorsOf(batch, v.column))] as const),
+      )
+    : new Map();
 
 /** What a commit that removes the rows of `removed` and writes `batches` under `written` keys does to the rows. */
 async function rowChange(
@@ -100,12 +110,14 @@ async function rowChange(
   batches: readonly RecordBatch[],
 ): Promise<RowChange> {
   const texts = await textsOfChange(table, removed, batches);
-  const fresh = table.freshText.tracking && written.length > 0;
+  const fresh = table.fresh.tracking && written.length > 0;
   return {
     kind,
     added: written.length,
     keys: { removed, written },
-    written: texts?.added ?? (fresh ? textsOfBatches(table, batches) : NO_TEXTS),
+    written: fresh
+      ? { texts: texts?.added ?? textsOfBatches(table, batches), vectors: vectorsOfBatches(table, batches) }
+      : NOTHING_FRESH,
     texts,
   };
 }

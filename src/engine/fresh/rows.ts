@@ -1,0 +1,328 @@
+import type { FtsIndex, VectorIndex } from '../indexes/registry.js';
+import type { TextOperator } from '../rows/source.js';
+import type { CollectionStatistics } from '../text/bm25.js';
+import type { ColumnTexts } from '../text/statistics.js';
+import type { BudgetedTier, FreshBudget } from './budget.js';
+import { type Doc, FreshPostings } from './postings.js';
+import { FreshVectors } from './vectors.js';
+
+/** The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows. */
+export type FreshKind = 'text' | 'vector';
+const KINDS: readonly FreshKind[] = ['text', 'vector'];
+
+/** Each vector column's vectors of a commit's rows, in row order (null where a row has none). */
+export type ColumnVectors = ReadonlyMap<string, readonly (Float32Array | null)[]>;
+
+/** What a commit wrote that the fresh rows hold: its full-text columns' texts and its vector columns' vectors. */
+export interface FreshWrite {
+  texts: ColumnTexts;
+  vectors: ColumnVectors;
+}
+
+/** A commit of this node's, counted in by the next drain. */
+interface Commit {
+  version: number;
+  removed: readonly bigint[];
+  added: readonly bigint[];
+  write: FreshWrite;
+  /** Each added row's estimated bytes, charged to the budget when committed. */
+  bytes: number[];
+}
+
+/** What a search read of the fresh rows: the fold its index read covers, taken before that read began. */
+export interface FreshRead {
+  since: number;
+  id: number;
+  epoch: number;
+}
+
+/** A search's read of fresh rows the budget took away meanwhile: it reads Lance's way instead. */
+export class FreshGone extends Error {
+  constructor() {
+    super('the fresh rows were let go of during the search');
+  }
+}
+
+/** Estimated bytes of a held row, beyond its texts and vectors (map entries, postings, keys). */
+const ROW_BYTES = 128;
+/** Estimated bytes per character of a held text: its tokens, their set, and the postings they sit in. */
+const TEXT_BYTES_PER_CHAR = 6;
+
+/**
+ * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them
+ * (docs/performance.md, Fresh rows): Lance would otherwise read each of them again for every query, tokenizing
+ * texts and scanning vectors. Only where this node is the table's one writer and folder (one node on its own
+ * store): every row no index covers is then one it wrote since the version its last fold started from, and a
+ * search reads the indexes alone (`fastSearch`) and this. A row a fold covered after all is in both, and is read
+ * once. Each kind of index (full-text, vector) has its own boundary: until this node's first fold (or a read of
+ * the indexes' statistics that found them covering every row), and after a write whose commit it could not
+ * follow, a kind is not usable, and searches through it read Lance's own way.
+ */
+export class FreshRows implements BudgetedTier {
+  /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
+  private readonly foldedAt = new Map<FreshKind, number>();
+  private readonly kinds: readonly FreshKind[];
+  /** Rows by key, with the version that wrote them and their estimated bytes. */
+  private rows = new Map<bigint, { version: number; bytes: number }>();
+  private texts = new Map<string, FreshPostings>();
+  private vectors = new Map<string, FreshVectors>();
+  private queue: Commit[] = [];
+  private draining: Promise<void> | undefined;
+  /** Searches under way, by id, with the fold their index read covers: rows after it are kept for them. */
+  private readonly readers = new Map<number, number>();
+  private nextReader = 0;
+  /** Moves when the budget takes the rows away: reads begun before find them gone. */
+  private epoch = 0;
+  /** The last version committed here; after the rows were let go of, no fold before it makes them usable. */
+  private lastVersion = 0;
+  private floor: number | undefined;
+  /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
+  private dropped = false;
+  /** Estimated bytes held, queued commits included. */
+  bytes = 0;
+  /** Whether this node writes the table alone and it has a search index. */
+  readonly tracking: boolean;
+
+  constructor(
+    private readonly indexes: { fts: readonly FtsIndex[]; vector: readonly VectorIndex[] },
+    soleWriter: boolean,
+    private readonly tokens: (texts: readonly (string | null)[], column: string) => Promise<string[][]>,
+    private readonly budget?: FreshBudget,
+  ) {
+    this.kinds = KINDS.filter((kind) => (kind === 'text' ? indexes.fts : indexes.vector).length > 0);
+    // A budget of nothing (`STRATA_FRESH_TIER_MB=0`) turns the tier off.
+    this.tracking = soleWriter && this.kinds.length > 0 && (budget === undefined || budget.limitBytes > 0);
+    this.clear();
+    if (this.tracking) budget?.join(this);
+  }
+
+  /** Whether this holds the rows a search through `kind`'s indexes misses. */
+  tracks(kind: FreshKind): boolean {
+    return this.tracking && this.kinds.includes(kind);
+  }
+
+  /** Whether a search through `kind`'s indexes may read them alone and this beside them. */
+  usable(kind: FreshKind): boolean {
+    return this.tracks(kind) && this.foldedAt.has(kind);
+  }
+
+  /** Whether the budget let go of the rows, and searches read Lance's way until a fold covers them. */
+  get overflowed(): boolean {
+    return this.dropped;
+  }
+
+  /** Rows held. */
+  get size(): number {
+    return this.rows.size;
+  }
+
+  /** This node committed `version`: it removed the rows of `removed` and wrote those of `added`, with `write`. */
+  committed(version: number, removed: readonly bigint[], added: readonly bigint[], write: FreshWrite): void {
+    if (!this.tracking) return;
+    this.lastVersion = Math.max(this.lastVersion, version);
+    if (this.dropped) {
+      this.floor = this.lastVersion;
+      return;
+    }
+    const bytes = added.map((_, i) => this.estimate(write, i));
+    this.queue.push({ version, removed, added, write, bytes });
+    this.charge(bytes.reduce((n, b) => n + b, 0));
+    // Counted in at once rather than by the next search, so that the commit's batches are let go of.
+    if (!this.dropped) this.drain().catch(() => undefined);
+  }
+
+  /**
+   * A write of this node's may have committed without it being told (its commit failed or got no answer): until
+   * the next fold, a row outside the indexes may be missing here, so searches read Lance's own way.
+   */
+  unsettled(): void {
+    this.foldedAt.clear();
+  }
+
+  /**
+   * Every row committed up to `version` is in the indexes of `kinds`: upkeep folded them, or a read of the
+   * indexes' statistics at that version found none outside them.
+   */
+  folded(version: number, kinds: readonly FreshKind[] = KINDS): void {
+    if (!this.tracking || (this.floor !== undefined && version < this.floor)) return;
+    this.dropped = false;
+    for (const kind of kinds) {
+      if (!this.tracks(kind)) continue;
+      const at = this.foldedAt.get(kind);
+      if (at === undefined || version > at) this.foldedAt.set(kind, version);
+    }
+    if (this.draining === undefined) this.sweep();
+  }
+
+  /**
+   * Starts a search's read through `kind`'s indexes: taken before its index read begins, so that the rows it
+   * needs here (those after the fold that index covers) stay until it ends (`end`).
+   */
+  begin(kind: FreshKind): FreshRead | undefined {
+    const since = this.usable(kind) ? this.foldedAt.get(kind) : undefined;
+    if (since === undefined) return undefined;
+    const read = { since, id: this.nextReader++, epoch: this.epoch };
+    this.readers.set(read.id, since);
+    return read;
+  }
+
+  end(read: FreshRead): void {
+    this.readers.delete(read.id);
+  }
+
+  /**
+   * The rows written after the read's fold that match a query's tokens over `column` (any of them, or all under
+   * AND), each with its BM25 score under `stats`; the best `limit`, and every row tied with the last.
+   */
+  async searchText(
+    read: FreshRead,
+    column: string,
+    query: readonly string[],
+    operator: TextOperator,
+    stats: CollectionStatistics,
+    limit: number,
+  ): Promise<{ keys: bigint[]; values: number[] }> {
+    await this.drain();
+    this.check(read);
+    const postings = this.texts.get(column);
+    if (postings === undefined) return { keys: [], values: [] };
+    return postings.search(query, operator, stats, limit, this.after(read));
+  }
+
+  /** The rows written after the read's fold nearest `query` in `column`; the best `limit` and their ties. */
+  async searchVector(
+    read: FreshRead,
+    column: string,
+    query: Float32Array,
+    limit: number,
+  ): Promise<{ keys: bigint[]; values: number[] }> {
+    await this.drain();
+    this.check(read);
+    const vectors = this.vectors.get(column);
+    if (vectors === undefined) return { keys: [], values: [] };
+    return vectors.search(query, limit, this.after(read));
+  }
+
+  /** Lets go of every row (the budget's call): reads under way find them gone, and no fold before now counts. */
+  overflow(): void {
+    this.epoch++;
+    this.dropped = true;
+    this.floor = this.lastVersion;
+    this.foldedAt.clear();
+    this.readers.clear();
+    this.clear();
+  }
+
+  /** The table closed: its rows leave the budget. */
+  dispose(): void {
+    this.clear();
+    this.budget?.leave(this);
+  }
+
+  private check(read: FreshRead): void {
+    if (read.epoch !== this.epoch) throw new FreshGone();
+  }
+
+  private after(read: FreshRead): (key: bigint) => boolean {
+    return (key) => (this.rows.get(key)?.version ?? Number.NEGATIVE_INFINITY) > read.since;
+  }
+
+  private charge(delta: number): void {
+    this.bytes += delta;
+    this.budget?.charged(delta);
+  }
+
+  private clear(): void {
+    this.rows = new Map();
+    this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
+    this.vectors = new Map(this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric)] as const));
+    this.queue = [];
+    this.charge(-this.bytes);
+  }
+
+  private estimate(write: FreshWrite, row: number): number {
+    let bytes = ROW_BYTES;
+    for (const texts of write.texts.values()) bytes += (texts[row]?.length ?? 0) * TEXT_BYTES_PER_CHAR;
+    for (const vectors of write.vectors.values()) bytes += vectors[row]?.byteLength ?? 0;
+    return bytes;
+  }
+
+  /** The version up to which rows may go: covered by every kind's last fold and by every search under way's. */
+  private get sweepable(): number | undefined {
+    let below = Number.POSITIVE_INFINITY;
+    for (const kind of this.kinds) below = Math.min(below, this.foldedAt.get(kind) ?? Number.NaN);
+    if (Number.isNaN(below)) return undefined;
+    return Math.min(below, ...this.readers.values());
+  }
+
+  /** Counts in the commits queued, in order; one drain at a time. A commit that cannot be tokenized stays queued. */
+  private drain(): Promise<void> {
+    const drained = (this.draining ?? Promise.resolve()).then(async () => {
+      const epoch = this.epoch;
+      while (this.queue.length > 0) {
+        const commit = this.queue[0] as Commit;
+        const below = this.sweepable;
+        const docs = below !== undefined && commit.version <= below ? undefined : await this.documents(commit);
+        // The budget let go of everything meanwhile, this commit included.
+        if (epoch !== this.epoch) return;
+        this.queue.shift();
+        for (const key of commit.removed) this.remove(key);
+        if (docs !== undefined) this.add(commit, docs);
+        else this.charge(-commit.bytes.reduce((n, b) => n + b, 0));
+      }
+      this.sweep();
+    });
+    const settled = drained.catch(() => undefined);
+    this.draining = settled;
+    settled.then(() => {
+      if (this.draining === settled) this.draining = undefined;
+    });
+    return drained;
+  }
+
+  /**
+   * Lets go of what no search needs: rows a fold covered (unless a search under way still reads them here), and
+   * queued commits that wrote only such rows (their removals still apply). Not while a drain runs (it sweeps last).
+   */
+  private sweep(): void {
+    const below = this.sweepable;
+    if (below === undefined) return;
+    while (this.queue.length > 0 && (this.queue[0] as Commit).version <= below) {
+      const commit = this.queue.shift() as Commit;
+      for (const key of commit.removed) this.remove(key);
+      this.charge(-commit.bytes.reduce((n, b) => n + b, 0));
+    }
+    for (const [key, row] of this.rows) if (row.version <= below) this.remove(key);
+  }
+
+  /** A commit's rows' documents by column, tokenized before anything here changes. */
+  private async documents(commit: Commit): Promise<Map<string, Doc>[]> {
+    const docs = commit.added.map(() => new Map<string, Doc>());
+    for (const { column } of this.indexes.fts) {
+      const tokens = await this.tokens(commit.write.texts.get(column) ?? [], column);
+      tokens.forEach((row, i) => {
+        if (row.length > 0) docs[i]?.set(column, { tokens: row, terms: new Set(row) });
+      });
+    }
+    return docs;
+  }
+
+  private add(commit: Commit, docs: Map<string, Doc>[]): void {
+    commit.added.forEach((key, i) => {
+      // A replaced row's earlier version leaves first.
+      this.remove(key);
+      this.rows.set(key, { version: commit.version, bytes: commit.bytes[i] ?? 0 });
+      for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc);
+      for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
+    });
+  }
+
+  private remove(key: bigint): void {
+    const row = this.rows.get(key);
+    if (row === undefined) return;
+    this.rows.delete(key);
+    for (const postings of this.texts.values()) postings.remove(key);
+    for (const vectors of this.vectors.values()) vectors.remove(key);
+    this.charge(-row.bytes);
+  }
+}

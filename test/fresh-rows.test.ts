@@ -1,0 +1,229 @@
+import fc from 'fast-check';
+import { describe, expect, test } from 'vitest';
+import { FreshBudget } from '../src/engine/fresh/budget.js';
+import { FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
+import type { Metric } from '../src/engine/indexes/registry.js';
+
+// The fresh rows a sole-writer node searches beside its indexes, without Lance: a stub tokenizer splits on
+// spaces, and the statistics are fixed (scores only order the rows here).
+
+const stats = { docs: 10, tokens: 100, docsWith: () => 1 };
+const fts = [{ column: 'body', analyzer: 'ascii_lower' as const }];
+const vector = (metric: Metric = 'l2sq') => [{ column: 'emb', metric, dim: 2 }];
+const indexes = { fts, vector: vector() };
+const split = async (texts: readonly (string | null)[]) => texts.map((t) => (t ?? '').split(' ').filter(Boolean));
+const texts = (...bodies: string[]): FreshWrite => ({ texts: new Map([['body', bodies]]), vectors: new Map() });
+const vectors = (...rows: (number[] | null)[]): FreshWrite => ({
+  texts: new Map([['body', rows.map(() => null)]]),
+  vectors: new Map([['emb', rows.map((v) => (v === null ? null : Float32Array.from(v)))]]),
+});
+
+const found = async (fresh: FreshRows, query: string) => {
+  const read = fresh.begin('text');
+  if (read === undefined) throw new Error('not usable');
+  try {
+    return (await fresh.searchText(read, 'body', query.split(' '), 'OR', stats, 100)).keys;
+  } finally {
+    fresh.end(read);
+  }
+};
+
+const nearest = async (fresh: FreshRows, query: number[], limit = 100) => {
+  const read = fresh.begin('vector');
+  if (read === undefined) throw new Error('not usable');
+  try {
+    return await fresh.searchVector(read, 'emb', Float32Array.from(query), limit);
+  } finally {
+    fresh.end(read);
+  }
+};
+
+describe('fresh rows beside the full-text index', () => {
+  test('a fold while a search reads the index does not take away the rows that index misses', async () => {
+    const fresh = new FreshRows(indexes, true, split);
+    fresh.folded(10);
+    fresh.committed(11, [], [1n], texts('apple pie'));
+    fresh.committed(12, [], [2n], texts('apple tart'));
+    const read = fresh.begin('text');
+    if (read === undefined) throw new Error('not usable');
+    // The index this search read was the fold at 10; upkeep then folds up to 12.
+    fresh.folded(12);
+    const during = await fresh.searchText(read, 'body', ['apple'], 'OR', stats, 100);
+    expect(during.keys.sort()).toEqual([1n, 2n]);
+    fresh.end(read);
+    // A search that starts after the fold reads both from the index: here, they are gone.
+    expect(await found(fresh, 'apple')).toEqual([]);
+    expect(fresh.size).toBe(0);
+    expect(fresh.bytes).toBe(0);
+  });
+
+  test('a replaced row answers by its new text, a deleted one not at all', async () => {
+    const fresh = new FreshRows(indexes, true, split);
+    fresh.folded(1);
+    fresh.committed(2, [], [1n, 2n], texts('red kettle', 'blue pot'));
+    fresh.committed(3, [1n], [1n], texts('green kettle'));
+    fresh.committed(4, [2n], [], texts());
+    expect(await found(fresh, 'red')).toEqual([]);
+    expect(await found(fresh, 'green')).toEqual([1n]);
+    expect(await found(fresh, 'kettle')).toEqual([1n]);
+    expect(await found(fresh, 'pot')).toEqual([]);
+  });
+
+  test('a commit it could not follow, or a text it could not tokenize, sends searches the index-and-tail way until a fold', async () => {
+    let fail = false;
+    const fresh = new FreshRows(indexes, true, async (t) => {
+      if (fail) throw new Error('no tokens');
+      return split(t);
+    });
+    fresh.folded(1);
+    expect(fresh.usable('text')).toBe(true);
+    expect(fresh.usable('vector')).toBe(true);
+    fresh.unsettled();
+    expect(fresh.usable('text')).toBe(false);
+    expect(fresh.usable('vector')).toBe(false);
+    fresh.folded(2);
+    fail = true;
+    fresh.committed(3, [], [7n], texts('plum'));
+    await expect(found(fresh, 'plum')).rejects.toThrow('no tokens');
+    // The commit stays queued, whole: once tokens come again, it is counted in.
+    fail = false;
+    expect(await found(fresh, 'plum')).toEqual([7n]);
+  });
+
+  test('nothing is kept for a table without a search index, or where other nodes write', () => {
+    const none = new FreshRows({ fts: [], vector: [] }, true, split);
+    const shared = new FreshRows(indexes, false, split);
+    for (const fresh of [none, shared]) {
+      fresh.folded(1);
+      fresh.committed(2, [], [1n], texts('x'));
+      expect(fresh.usable('text')).toBe(false);
+      expect(fresh.size).toBe(0);
+    }
+  });
+});
+
+describe('fresh rows beside the vector index', () => {
+  test('each kind has its own boundary: a full-text rebuild does not cover the vector index', async () => {
+    const fresh = new FreshRows(indexes, true, split);
+    fresh.folded(1, ['text']);
+    expect(fresh.usable('text')).toBe(true);
+    expect(fresh.usable('vector')).toBe(false);
+    fresh.committed(2, [], [1n], { texts: texts('kettle').texts, vectors: vectors([1, 0]).vectors });
+    expect(await found(fresh, 'kettle')).toEqual([1n]);
+    fresh.folded(2, ['text']);
+    // The text index covers the row, the vector index not yet: it stays for vector searches.
+    expect(await found(fresh, 'kettle')).toEqual([]);
+    expect(fresh.size).toBe(1);
+    fresh.folded(1, ['vector']);
+    expect((await nearest(fresh, [1, 0])).keys).toEqual([1n]);
+    fresh.folded(2, ['vector']);
+    expect(fresh.size).toBe(0);
+  });
+
+  test('nearest first under each metric, in the API form; null rows, and zero rows under cosine, never come back', async () => {
+    const rows = [[3, 4], [1, 0], [0, 0], null, [-2, 1]];
+    // Key by key, each metric's distance to [1, 0], nearest first.
+    const want: Record<Metric, [bigint, number][]> = {
+      l2sq: [
+        [2n, 0],
+        [3n, 1],
+        [5n, 10],
+        [1n, 20],
+      ],
+      cosine: [
+        [2n, 0],
+        [1n, 1 - 3 / 5],
+        [5n, 1 + 2 / Math.sqrt(5)],
+      ],
+      negdot: [
+        [1n, -3],
+        [2n, -1],
+        [3n, 0],
+        [5n, 2],
+      ],
+    };
+    for (const metric of ['l2sq', 'cosine', 'negdot'] as const) {
+      const fresh = new FreshRows({ fts: [], vector: vector(metric) }, true, split);
+      fresh.folded(0);
+      fresh.committed(1, [], [1n, 2n, 3n, 4n, 5n], vectors(...rows));
+      const hits = await nearest(fresh, [1, 0]);
+      expect(hits.keys, metric).toEqual(want[metric].map(([key]) => key));
+      want[metric].forEach(([, value], i) => {
+        expect(hits.values[i], metric).toBeCloseTo(value, 5);
+      });
+    }
+  });
+
+  test('the best k and every row tied with the last, whatever rows left or were replaced', () => {
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant('add' as const),
+        key: fc.integer({ min: 1, max: 40 }),
+        x: fc.integer({ min: -3, max: 3 }),
+      }),
+      fc.record({ kind: fc.constant('remove' as const), key: fc.integer({ min: 1, max: 40 }) }),
+    );
+    return fc.assert(
+      fc.asyncProperty(fc.array(op, { maxLength: 120 }), fc.integer({ min: 1, max: 12 }), async (ops, k) => {
+        const fresh = new FreshRows({ fts: [], vector: vector() }, true, split);
+        fresh.folded(0);
+        const model = new Map<bigint, number>();
+        ops.forEach((o, i) => {
+          const key = BigInt(o.key);
+          if (o.kind === 'add') {
+            fresh.committed(i + 1, [key], [key], vectors([o.x, 0]));
+            model.set(key, o.x);
+          } else {
+            fresh.committed(i + 1, [key], [], vectors());
+            model.delete(key);
+          }
+        });
+        const hits = await nearest(fresh, [0, 0], k);
+        const sorted = [...model]
+          .map(([key, x]) => ({ key, d: x * x }))
+          .sort((a, b) => a.d - b.d || (a.key < b.key ? -1 : 1));
+        const edge = sorted[k - 1]?.d;
+        const expected = sorted.filter((s) => edge === undefined || s.d <= edge);
+        expect(hits.keys).toEqual(expected.map((s) => s.key));
+        expect(hits.values).toEqual(expected.map((s) => s.d));
+      }),
+      { numRuns: 150 },
+    );
+  });
+});
+
+describe('the fresh tier budget', () => {
+  test('past it, the largest table lets go of its rows until a fold after them; searches under way are told', async () => {
+    const budget = new FreshBudget(10_000);
+    const small = new FreshRows(indexes, true, split, budget);
+    const large = new FreshRows(indexes, true, split, budget);
+    small.folded(0);
+    large.folded(0);
+    small.committed(1, [], [1n], texts('tea'));
+    large.committed(1, [], [1n, 2n, 3n], texts('coffee'.repeat(100), 'cake', 'pie'));
+    const read = large.begin('text');
+    if (read === undefined) throw new Error('not usable');
+    // This one takes the budget past its limit: the largest table lets go, the small one keeps its rows.
+    large.committed(2, [], [4n], texts('coffee'.repeat(200)));
+    expect(large.overflowed).toBe(true);
+    expect(large.usable('text')).toBe(false);
+    expect(large.size).toBe(0);
+    expect(budget.bytes).toBe(small.bytes);
+    expect(budget.overflows).toBe(1);
+    expect(await found(small, 'tea')).toEqual([1n]);
+    await expect(large.searchText(read, 'body', ['cake'], 'OR', stats, 10)).rejects.toThrow('let go');
+    // Commits go on uncounted; a fold that does not cover them all does not make the rows usable again.
+    large.committed(3, [], [5n], texts('bun'));
+    large.folded(2);
+    expect(large.usable('text')).toBe(false);
+    large.folded(3);
+    expect(large.usable('text')).toBe(true);
+    expect(large.overflowed).toBe(false);
+    large.committed(4, [], [6n], texts('scone'));
+    expect(await found(large, 'scone')).toEqual([6n]);
+    large.dispose();
+    small.dispose();
+    expect(budget.bytes).toBe(0);
+    expect(budget.rows).toBe(0);
+  });
+});
