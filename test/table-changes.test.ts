@@ -60,3 +60,54 @@ describe('upkeep records only versions that kept the rows', () => {
     expect(await maintained(mine, () => commit(other))).toBe('rewrite');
   });
 });
+
+describe("upkeep's versions amid this worker's own writes", () => {
+  /** A table whose versions are told by hand: each kept the rows unless listed in `changed`. */
+  const versionsOf = (last: number, changed: readonly number[]) =>
+    Array.from({ length: last + 1 }, (_, v) => {
+      const grown = changed.filter((c) => c <= v).length;
+      return { version: v, timestamp: new Date(0), rows: 10 + grown, storedRows: 10 + grown, deletedRows: 0 };
+    });
+
+  test('a write that committed amid upkeep keeps its kind; the versions no write claims are upkeep’s', async () => {
+    const changes = new TableChanges();
+    let version = 1;
+    const write = changes.beginWrite();
+    await changes.maintain(
+      async () => version,
+      async () => {
+        version = 4; // upkeep's 2 and 4, and the write's 3, an append
+      },
+      async () => versionsOf(4, [3]),
+    );
+    // The write has not said its version yet: nothing is recorded until it does.
+    expect(changes.between(1, 2)).toBe('rewrite');
+    write({ version: 3, kind: 'append' });
+    expect(changes.between(1, 4)).toBe('append');
+    expect(changes.between(3, 4)).toBe('none');
+  });
+
+  test('a write that ended without knowing its version leaves the versions waiting for it unaccounted for', async () => {
+    const changes = new TableChanges();
+    let version = 1;
+    const write = changes.beginWrite();
+    await changes.maintain(
+      async () => version,
+      async () => {
+        version = 3;
+      },
+      async () => versionsOf(3, []),
+    );
+    write();
+    expect(changes.between(1, 3)).toBe('rewrite');
+    // A later upkeep commit, with no write under way, is recorded at once.
+    await changes.maintain(
+      async () => version,
+      async () => {
+        version = 4;
+      },
+      async () => versionsOf(4, []),
+    );
+    expect(changes.between(3, 4)).toBe('none');
+  });
+});

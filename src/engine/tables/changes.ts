@@ -28,30 +28,37 @@ const REMEMBERED = 4096;
  */
 export class TableChanges {
   private readonly kinds = new Map<number, ChangeKind | 'none'>();
-  private writesInFlight = 0;
-  /** Moves whenever a write starts or ends, so upkeep can tell whether one overlapped its commits. */
-  private generation = 0;
+  /** Writes of this worker under way, by id. */
+  private readonly writing = new Set<number>();
+  private nextWrite = 0;
+  /**
+   * Versions upkeep made that kept the rows by their counts, waiting for the writes that were under way when it
+   * ended: a version one of them claims is the write's; the rest are upkeep's.
+   */
+  private unclaimed: { versions: number[]; waitingFor: Set<number> }[] = [];
 
   /** Marks a write as started; call the returned function with the version it committed (or none). */
   beginWrite(): (committed?: { version: number; kind: ChangeKind }) => void {
-    this.writesInFlight++;
-    this.generation++;
+    const id = this.nextWrite++;
+    this.writing.add(id);
     let done = false;
     return (committed) => {
       if (done) return;
       done = true;
       if (committed !== undefined) this.remember(committed.version, committed.kind);
-      this.writesInFlight--;
-      this.generation++;
+      this.writing.delete(id);
+      this.settle(id, committed !== undefined);
     };
   }
 
   /**
-   * Runs a commit that leaves the rows as they were, and records the versions it made as such — unless a
-   * write of this worker overlapped it, in which case which version is whose is unknown and they stay unaccounted
-   * for. And only a version whose manifest shows it kept the rows (`keptRows`) is recorded: a commit no write of
-   * this worker made (another process's) is then not taken for upkeep's, though a replace of whole fragments can
-   * pass that check, which is why upkeep does not use this where other nodes write (`UpkeepOptions.othersWrite`).
+   * Runs a commit that leaves the rows as they were, and records the versions it made as such. Writes of this
+   * worker may commit amid it (under steady ingest they always do): each records its own version, so a version
+   * between upkeep's start and end that kept the rows by its manifest's counts (`keptRows`) and that no write
+   * claimed, once every write under way at the end has ended, is upkeep's. A write that ended without knowing its
+   * version (its commit failed, and may have landed) leaves the versions waiting for it unaccounted for. A commit
+   * no write of this worker made (another process's) could pass the counts check as a replace of whole fragments
+   * does, which is why upkeep does not use this where other nodes write (`UpkeepOptions.othersWrite`).
    */
   async maintain<T>(
     currentVersion: () => Promise<number>,
@@ -59,17 +66,33 @@ export class TableChanges {
     versions: () => Promise<readonly VersionInfo[]>,
   ): Promise<T> {
     const before = await currentVersion();
-    const generation = this.generation;
-    const quiet = this.writesInFlight === 0;
     const result = await run();
     const after = await currentVersion();
-    if (quiet && this.writesInFlight === 0 && generation === this.generation && after > before) {
+    if (after > before) {
       const stats = new Map((await versions()).map((v) => [v.version, v]));
-      for (let v = before + 1; v <= after; v++) {
-        if (keptRows(stats.get(v - 1), stats.get(v))) this.remember(v, 'none');
-      }
+      const kept: number[] = [];
+      for (let v = before + 1; v <= after; v++) if (keptRows(stats.get(v - 1), stats.get(v))) kept.push(v);
+      this.unclaimed.push({ versions: kept, waitingFor: new Set(this.writing) });
+      this.settle(undefined, true);
     }
     return result;
+  }
+
+  /**
+   * Write `id` ended (`knows`: with its version recorded): versions no write under way may still claim become
+   * upkeep's, unless a write they waited for ended without knowing its version.
+   */
+  private settle(id: number | undefined, knows: boolean): void {
+    const waiting: typeof this.unclaimed = [];
+    for (const entry of this.unclaimed) {
+      if (id !== undefined && entry.waitingFor.delete(id) && !knows) continue;
+      if (entry.waitingFor.size > 0) {
+        waiting.push(entry);
+        continue;
+      }
+      for (const v of entry.versions) if (!this.kinds.has(v)) this.remember(v, 'none');
+    }
+    this.unclaimed = waiting;
   }
 
   /** How the rows changed from version `from` to version `to`. */
