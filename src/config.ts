@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { availableParallelism, totalmem } from 'node:os';
 import { resolve } from 'node:path';
 
@@ -59,6 +60,11 @@ export interface Config {
   freshTierBytes: number;
   /** Upkeep makes no commits while set: for maintenance windows, and for measuring search over a tail (ext). */
   upkeepPaused: boolean;
+  /**
+   * The SHA-256 (hex) of the node's admin key (`STRATA_ADMIN_KEY`), which the admin routes take as their bearer
+   * token; undefined turns them off. The key itself is not kept.
+   */
+  adminKeyHash: string | undefined;
   /**
    * How long old table versions are kept before upkeep prunes them (ext). The API serves only the latest
    * version; old ones are kept for reads still running on them (on any node) and cost the bucket their size.
@@ -179,6 +185,18 @@ function text(env: Env, name: string): string | undefined {
   return raw === undefined || raw === '' ? undefined : raw;
 }
 
+/** The least an admin key may hold, in characters: guessing it must be as hopeless as guessing an API key. */
+const ADMIN_KEY_MIN = 32;
+
+function adminKey(env: Env): string | undefined {
+  const raw = text(env, 'STRATA_ADMIN_KEY');
+  if (raw === undefined) return undefined;
+  if (raw.length < ADMIN_KEY_MIN || /\s/.test(raw)) {
+    throw new ConfigError(`STRATA_ADMIN_KEY must be at least ${ADMIN_KEY_MIN} characters without spaces`);
+  }
+  return createHash('sha256').update(raw).digest('hex');
+}
+
 /** What the node's memory allows, for the defaults that are a share of it. */
 export interface Machine {
   /** Bytes of memory the process may use: the machine's, or its container's limit when that is lower. */
@@ -273,6 +291,7 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     maxUnindexedRows: integer(env, 'STRATA_MAX_UNINDEXED_ROWS', 500_000, 1),
     freshTierBytes: integer(env, 'STRATA_FRESH_TIER_MB', 1024, 0) * 1024 * 1024,
     upkeepPaused: flag(env, 'STRATA_UPKEEP_PAUSED', false),
+    adminKeyHash: adminKey(env),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),
     controlUrl: text(env, 'STRATA_CONTROL_URL'),
     logLevel: text(env, 'STRATA_LOG_LEVEL') ?? 'info',

@@ -10,6 +10,7 @@ export const ERROR_CODES = {
   unknown_database: 'No database of that name in this account (another account’s is answered the same).',
   unknown_table: 'No table of that name in the database.',
   unknown_account: 'The key’s account no longer exists.',
+  admin_disabled: 'The node was started without STRATA_ADMIN_KEY: its admin routes are off.',
   not_found: 'Nothing of that name.',
   no_route: 'No route for this method and path.',
   not_acceptable: 'The Accept header allows none of the encodings the endpoint produces.',
@@ -133,8 +134,8 @@ export class BadRequest extends StrataError {
 }
 
 export class Unauthorized extends StrataError {
-  constructor(message = 'missing or invalid API key') {
-    super('unauthorized', message);
+  constructor(message = 'missing or invalid API key', options: ErrorOptions = {}) {
+    super('unauthorized', message, options);
   }
 }
 

@@ -56,7 +56,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       upkeep: {
         intervalMs: config.upkeepIntervalMs,
         annMinRows: config.annMinRows,
-        paused: config.upkeepPaused,
+        pause: { paused: config.upkeepPaused },
         retainMs: config.versionRetentionMs,
         othersWrite: store.shared,
       },

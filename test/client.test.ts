@@ -116,6 +116,15 @@ describe('the client against a real server', () => {
       n_tombstoned: 1,
       n_not_found: 0,
     });
+    // The receipt: the version the search started from, and the rows it read outside the indexes.
+    const receipted = await items.searchWithReceipt({ text: 'changed', textField: 'body', k: 3 }, { rows: true });
+    expect(receipted.rows).toEqual([expect.objectContaining({ id: 1 })]);
+    expect(receipted.receipt.version).toBeGreaterThan(1);
+    expect(receipted.receipt.freshRows).toBeGreaterThanOrEqual(0);
+    const counted = await items.countWithReceipt('body', 'changed');
+    expect(counted.count).toBe(1);
+    // Upkeep may have committed since (a fold), never a version before the search's.
+    expect(counted.receipt.version).toBeGreaterThanOrEqual(receipted.receipt.version);
     expect(await items.delete('id < 10')).toMatchObject({ matched: 10 });
     expect(await db.listTables()).toContainEqual({ table_name: 'items', num_rows: 199_990 });
     expect(await db.sql('SELECT count(*)::INTEGER AS n FROM items', { rows: true })).toEqual([{ n: 199_990 }]);

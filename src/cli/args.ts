@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { Strata } from '@strata/client';
+import { Strata, StrataAdmin } from '@strata/client';
 import { UsageError } from './errors.js';
 
 /** The options every client command takes (usage.ts, client options). */
@@ -49,6 +49,14 @@ export function clientOf(parsed: Parsed): Strata {
     throw new UsageError('an API key is required: --api-key or STRATA_API_KEY');
   // A load outlasts a restart of the service: a dead node's hold on a request's key lapses within seconds.
   return new Strata({ url: urlOf(parsed), apiKey, retry: { retries: 30, baseDelayMs: 250, maxDelayMs: 5000 } });
+}
+
+/** A client of the node's admin routes, with its admin key from --admin-key or STRATA_ADMIN_KEY. */
+export function adminOf(parsed: Parsed): StrataAdmin {
+  const adminKey = text(parsed, 'admin-key') ?? process.env.STRATA_ADMIN_KEY;
+  if (adminKey === undefined || adminKey === '')
+    throw new UsageError("the node's admin key is required: --admin-key or STRATA_ADMIN_KEY");
+  return new StrataAdmin({ url: urlOf(parsed), adminKey });
 }
 
 /** A whole number of at least `min` from an option, or the default. */

@@ -1,6 +1,6 @@
 import { StrataError } from '@strata/client';
 import type { Table } from 'apache-arrow';
-import { clientOf, type Parsed, parse, required, text } from './args.js';
+import { adminOf, clientOf, type Parsed, parse, required, text } from './args.js';
 import { LoadError, UsageError } from './errors.js';
 import { load } from './load.js';
 import { FORMATS, type Format, render, renderList } from './output.js';
@@ -189,5 +189,15 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
       return 0;
     }
     throw new UsageError('tables takes list, schema NAME or drop NAME');
+  },
+  upkeep: async (args) => {
+    const parsed = parse(args, { 'admin-key': { type: 'string' } });
+    const [verb] = parsed.positionals;
+    const admin = adminOf(parsed);
+    if (verb === 'status') printJson(await admin.upkeep());
+    else if (verb === 'pause') printJson(await admin.pauseUpkeep());
+    else if (verb === 'resume') printJson(await admin.resumeUpkeep());
+    else throw new UsageError('upkeep takes status, pause or resume');
+    return 0;
   },
 };

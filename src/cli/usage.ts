@@ -65,6 +65,11 @@ strata databases delete NAME [--purge]                  unregister it; --purge a
   tables: `strata tables list --database DB
 strata tables schema T --database DB                    its columns and index declarations
 strata tables drop T --database DB [--purge]            drop it; --purge also deletes its files`,
+  upkeep: `strata upkeep status|pause|resume [--admin-key KEY]
+  whether index upkeep is paused on the node at --url, or pause or resume it there (each node on its own: behind a
+  load balancer, address each node by its URL). A pause starts no upkeep step until resumed, and answers once the
+  passes under way have ended (or after 30 s). Takes the node's admin key (STRATA_ADMIN_KEY), not an API key.
+  --admin-key KEY    the node's admin key (STRATA_ADMIN_KEY)`,
 };
 
 /** The usage of one command, with the client options where they apply. */

@@ -11,6 +11,7 @@ import { docsPlugin } from './docs.js';
 import { handleError, handleNotFound } from './errors.js';
 import { answerClientError, answerFrameworkError } from './framework-errors.js';
 import { metricsPlugin } from './metrics.js';
+import { adminRoutes } from './routes/admin.js';
 import { databaseRoutes } from './routes/databases.js';
 import { healthRoutes } from './routes/health.js';
 import { rowRoutes } from './routes/rows.js';
@@ -20,7 +21,7 @@ import { tableRoutes } from './routes/tables.js';
 
 /** Builds the HTTP app of a node; the caller listens and closes. Closing the app closes the node. */
 export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
-  const { config, store, databases, workers, metrics, sqlBudget, freshBudget } = node;
+  const { config, store, databases, workers, metrics, sqlBudget, freshBudget, nodeId } = node;
   const app = Fastify({
     loggerInstance: node.log,
     bodyLimit: config.maxBodyBytes,
@@ -41,7 +42,7 @@ export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
-  const ctx: AppContext = { config, store, databases, workers };
+  const ctx: AppContext = { config, store, databases, workers, nodeId };
   app.decorate('ctx', ctx);
 
   // Bodies are JSON (and, for rows, Arrow streams); anything else is 415, never parsed as text.
@@ -118,6 +119,7 @@ export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
   await app.register(rowRoutes);
   await app.register(searchRoutes);
   await app.register(sqlRoutes);
+  await app.register(adminRoutes);
 
   app.addHook('onClose', () => node.close());
   return app;

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import ipaddr from 'ipaddr.js';
 import { authenticate } from '../control/keys.js';
@@ -16,6 +17,19 @@ const PUBLIC_PREFIX = '/docs';
 function isPublicRoute(pattern: string | undefined): boolean {
   if (pattern === undefined) return false;
   return PUBLIC_ROUTES.has(pattern) || pattern === PUBLIC_PREFIX || pattern.startsWith(`${PUBLIC_PREFIX}/`);
+}
+
+/** The node's admin routes (docs/api.md, Admin): their bearer token is the node's admin key, not an API key. */
+const ADMIN_PREFIX = '/v1/admin/';
+
+/** Whether `authorization` carries the admin key whose SHA-256 is `hash`; compared in constant time. */
+function provesAdmin(authorization: string | undefined, hash: string): boolean {
+  const match = /^Bearer (\S+)$/.exec(authorization ?? '');
+  if (match === null) return false;
+  const presented = createHash('sha256')
+    .update(match[1] as string)
+    .digest();
+  return timingSafeEqual(presented, Buffer.from(hash, 'hex'));
 }
 
 /** Who proved a key; absent on public routes. */
@@ -104,22 +118,35 @@ export const authPlugin = fp(async (app: FastifyInstance) => {
       return (this as WithPrincipal)[PRINCIPAL]?.keyId ?? '';
     },
   });
+  /** A failed authentication, counted against the address; throttled past the limit. */
+  const refused = (req: FastifyRequest, reply: FastifyReply, message?: string) => {
+    // A good key always passes: a client behind the same proxy or NAT as a guesser is never locked out.
+    const wait = failures.blockedFor(req.ip);
+    if (wait > 0) {
+      throw new StrataError('throttled', `too many failed authentications from this address; retry after ${wait} s`, {
+        retryAfterS: wait,
+        code: 'auth_rate_limited',
+      });
+    }
+    failures.record(req.ip);
+    void reply.header('www-authenticate', 'Bearer');
+    return new Unauthorized(message);
+  };
   app.addHook('onRequest', async (req, reply) => {
-    if (isPublicRoute(req.routeOptions.url)) return;
-    const who = await authenticate(app.ctx.store, req.headers.authorization);
-    if (who === undefined) {
-      // A good key always passes: a client behind the same proxy or NAT as a guesser is never locked out.
-      const wait = failures.blockedFor(req.ip);
-      if (wait > 0) {
-        throw new StrataError('throttled', `too many failed authentications from this address; retry after ${wait} s`, {
-          retryAfterS: wait,
-          code: 'auth_rate_limited',
+    const route = req.routeOptions.url;
+    if (isPublicRoute(route)) return;
+    if (route?.startsWith(ADMIN_PREFIX) === true) {
+      const hash = app.ctx.config.adminKeyHash;
+      if (hash === undefined) {
+        throw new Unauthorized('admin routes are off on this node: start it with STRATA_ADMIN_KEY to use them', {
+          code: 'admin_disabled',
         });
       }
-      failures.record(req.ip);
-      void reply.header('www-authenticate', 'Bearer');
-      throw new Unauthorized();
+      if (!provesAdmin(req.headers.authorization, hash)) throw refused(req, reply, 'missing or invalid admin key');
+      return;
     }
+    const who = await authenticate(app.ctx.store, req.headers.authorization);
+    if (who === undefined) throw refused(req, reply);
     (req as WithPrincipal)[PRINCIPAL] = who;
   });
 });

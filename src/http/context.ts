@@ -9,6 +9,8 @@ export interface AppContext {
   store: ControlStore;
   databases: Databases;
   workers: WorkerPool;
+  /** This node's id (its upkeep leases are held under it). */
+  nodeId: string;
 }
 
 declare module 'fastify' {

@@ -13,7 +13,13 @@ export const docsPlugin = fp(async (app: FastifyInstance) => {
         version: '0.1.0',
         description: 'Search and SQL over data that stays in your own bucket.',
       },
-      components: { securitySchemes: { api_key: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        securitySchemes: {
+          api_key: { type: 'http', scheme: 'bearer' },
+          // The admin routes' token: the node's STRATA_ADMIN_KEY, not an account's API key.
+          admin_key: { type: 'http', scheme: 'bearer' },
+        },
+      },
       security: [{ api_key: [] }],
     },
   });

@@ -11,11 +11,13 @@ import type {
   FieldSpec,
   IndexSpec,
   MatchRequest,
+  Receipt,
   RegisterDatabaseRequest,
   RowCounts,
   SearchRequest,
   TableDescription,
   TableListing,
+  UpkeepState,
   VerifyReply,
 } from './types.js';
 
@@ -62,31 +64,71 @@ const base64 = (bytes: Uint8Array) => {
 };
 
 /** A Strata service. `client.databases` manages databases; `client.database(name)` works in one. */
+/** The transport of a client: its bearer token, and the options' defaults. */
+function httpOf(options: Omit<StrataOptions, 'apiKey'>, token: string): Http {
+  return new Http({
+    url: options.url,
+    apiKey: token,
+    retry: {
+      retries: 8,
+      baseDelayMs: 200,
+      maxDelayMs: 5000,
+      maxWaitMs: 60_000,
+      behindWaitMs: 600_000,
+      ...options.retry,
+    },
+    fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
+    timeoutMs: options.timeoutMs ?? 5 * 60_000,
+    maxResponseBytes: options.maxResponseBytes ?? 512 * 1024 * 1024,
+  });
+}
+
 export class Strata {
   private readonly http: Http;
   readonly databases: Databases;
 
   constructor(options: StrataOptions) {
-    this.http = new Http({
-      url: options.url,
-      apiKey: options.apiKey,
-      retry: {
-        retries: 8,
-        baseDelayMs: 200,
-        maxDelayMs: 5000,
-        maxWaitMs: 60_000,
-        behindWaitMs: 600_000,
-        ...options.retry,
-      },
-      fetch: options.fetch ?? globalThis.fetch.bind(globalThis),
-      timeoutMs: options.timeoutMs ?? 5 * 60_000,
-      maxResponseBytes: options.maxResponseBytes ?? 512 * 1024 * 1024,
-    });
+    this.http = httpOf(options, options.apiKey);
     this.databases = new Databases(this.http);
   }
 
   database(name: string): Database {
     return new Database(this.http, name);
+  }
+}
+
+export interface StrataAdminOptions extends Omit<StrataOptions, 'apiKey'> {
+  /** The node's admin key (its `STRATA_ADMIN_KEY`), not an account's API key. */
+  adminKey: string;
+}
+
+/**
+ * A node's admin routes (the service's docs/api.md, Admin), under its admin key: each call acts on the node that
+ * answers, so behind a load balancer, address each node by its own URL.
+ */
+export class StrataAdmin {
+  private readonly http: Http;
+
+  constructor(options: StrataAdminOptions) {
+    this.http = httpOf(options, options.adminKey);
+  }
+
+  /** Whether upkeep is paused on the node, and how many of its databases have a pass under way. */
+  async upkeep(): Promise<UpkeepState> {
+    return jsonOf(await this.http.send({ method: 'GET', path: '/v1/admin/upkeep' }));
+  }
+
+  /**
+   * Pauses upkeep on the node: it starts no step until resumed, and this answers once the passes under way have
+   * ended (or after 30 s: `passes_under_way` then says how many still run).
+   */
+  async pauseUpkeep(): Promise<UpkeepState> {
+    return jsonOf(await this.http.send({ method: 'PUT', path: '/v1/admin/upkeep', json: { paused: true } }));
+  }
+
+  /** Resumes upkeep on the node, starting a pass at once. */
+  async resumeUpkeep(): Promise<UpkeepState> {
+    return jsonOf(await this.http.send({ method: 'PUT', path: '/v1/admin/upkeep', json: { paused: false } }));
   }
 }
 
@@ -152,10 +194,30 @@ export class Database {
 }
 
 async function readRows(http: Http, req: Request, options: ReadOptions): Promise<Table | Record<string, unknown>[]> {
+  return (await readReceipted(http, req, options)).rows;
+}
+
+/** Rows of a read, with the receipt a search answers in its headers. */
+async function readReceipted(
+  http: Http,
+  req: Request,
+  options: ReadOptions,
+): Promise<{ rows: Table | Record<string, unknown>[]; receipt: Receipt }> {
   const { signal } = options;
-  if (options.rows === true)
-    return jsonOf<{ data: Record<string, unknown>[] }>(await http.send({ ...req, accept: JSON_TYPE, signal })).data;
-  return tableFromIPC((await http.send({ ...req, accept: ARROW_STREAM, signal })).bytes);
+  if (options.rows === true) {
+    const res = await http.send({ ...req, accept: JSON_TYPE, signal });
+    return { rows: jsonOf<{ data: Record<string, unknown>[] }>(res).data, receipt: receiptOf(res) };
+  }
+  const res = await http.send({ ...req, accept: ARROW_STREAM, signal });
+  return { rows: tableFromIPC(res.bytes), receipt: receiptOf(res) };
+}
+
+/** A search's receipt headers; NaN where a server too old to send them did not. */
+function receiptOf(res: Response): Receipt {
+  return {
+    version: Number(res.headers.get('x-strata-table-version') ?? Number.NaN),
+    freshRows: Number(res.headers.get('x-strata-fresh-rows') ?? Number.NaN),
+  };
 }
 
 export class StrataTable {
@@ -250,6 +312,14 @@ export class StrataTable {
 
   /** BM25 and vector search fused by reciprocal rank; either leg alone works too. */
   async search(req: SearchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
+    return (await this.searchWithReceipt(req, options)).rows;
+  }
+
+  /** `search`, with its receipt: the table version it started from and the rows it read outside the indexes. */
+  async searchWithReceipt(
+    req: SearchRequest,
+    options: ReadOptions = {},
+  ): Promise<{ rows: Table | Record<string, unknown>[]; receipt: Receipt }> {
     const json = {
       table_name: this.name,
       text_query: req.text,
@@ -267,13 +337,23 @@ export class StrataTable {
       vector_weight: req.vectorWeight,
       consistency: req.consistency,
     };
-    return readRows(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
+    return readReceipted(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
   }
 
   /** How many rows match a full-text query. */
   async count(field: string, query: string, operator?: MatchRequest['operator']): Promise<number> {
+    return (await this.countWithReceipt(field, query, operator)).count;
+  }
+
+  /** `count`, with its receipt. */
+  async countWithReceipt(
+    field: string,
+    query: string,
+    operator?: MatchRequest['operator'],
+  ): Promise<{ count: number; receipt: Receipt }> {
     const json = { table_name: this.name, field_name: field, query, operator };
-    return jsonOf<{ count: number }>(await this.http.send({ method: 'POST', path: this.path('count'), json })).count;
+    const res = await this.http.send({ method: 'POST', path: this.path('count'), json });
+    return { count: jsonOf<{ count: number }>(res).count, receipt: receiptOf(res) };
   }
 
   async tokenMatch(req: MatchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {

@@ -35,7 +35,7 @@ export interface HttpOptions {
 }
 
 export interface Request {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   path: string;
   query?: Record<string, string | undefined>;
   json?: unknown;

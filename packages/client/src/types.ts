@@ -178,6 +178,24 @@ export interface SearchRequest {
   consistency?: 'strong' | 'eventual';
 }
 
+/**
+ * What a search read (docs/api.md, Freshness): the table version it started from, and the most rows any of its
+ * legs read outside an index (0: the indexes answered it all).
+ */
+export interface Receipt {
+  version: number;
+  freshRows: number;
+}
+
+/** Upkeep on one node (`StrataAdmin`). */
+export interface UpkeepState {
+  /** The node that answered. */
+  node: string;
+  paused: boolean;
+  /** Databases whose upkeep pass still runs on the node (a step under way still commits when it ends). */
+  passes_under_way: number;
+}
+
 export interface MatchRequest {
   field: string;
   query: string;

@@ -4,6 +4,11 @@ import { CommitConflict, type IndexInfo, UpkeepProcessGone } from '../rows/sourc
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle, Tables } from '../tables/tables.js';
 
+/** Whether upkeep may commit on a node: one switch every worker's upkeep reads. */
+export interface UpkeepPause {
+  paused: boolean;
+}
+
 export interface UpkeepOptions {
   /** Pause between passes over a database's open tables. */
   intervalMs: number;
@@ -14,8 +19,11 @@ export interface UpkeepOptions {
   annMinRows: number;
   /** Table versions older than this are pruned. */
   retainMs: number;
-  /** No pass runs (nor commits anything) while set (`STRATA_UPKEEP_PAUSED`). */
-  paused: boolean;
+  /**
+   * No pass runs (nor commits anything) while set: `STRATA_UPKEEP_PAUSED` at start, the admin route
+   * (`PUT /v1/admin/upkeep`) at run time.
+   */
+  pause: UpkeepPause;
   /**
    * Whether other nodes write these tables too (a shared control store). Their commits can fall between upkeep's
    * own, and no statistic of a version tells a replace of whole fragments from a compaction: upkeep's versions
@@ -125,9 +133,19 @@ export class Upkeep {
     private readonly leases: UpkeepLeases,
   ) {}
 
-  /** Whether upkeep is paused on this node (`STRATA_UPKEEP_PAUSED`). */
+  /** Whether upkeep is paused on this node (`STRATA_UPKEEP_PAUSED`, or the admin route). */
   get paused(): boolean {
-    return this.options.paused;
+    return this.options.pause.paused;
+  }
+
+  /** Whether a pass is under way. */
+  get passing(): boolean {
+    return this.pass !== undefined;
+  }
+
+  /** Resolves once the pass under way, if any, has ended (a pause waits for it: nothing commits after). */
+  async settled(): Promise<void> {
+    await this.pass?.catch(() => undefined);
   }
 
   /** Tables whose upkeep this database's worker holds the lease of. */
@@ -148,7 +166,6 @@ export class Upkeep {
   }
 
   start(): void {
-    if (this.options.paused) return;
     this.timer = setInterval(() => this.nudge(), this.options.intervalMs);
     this.timer.unref();
   }
@@ -158,7 +175,7 @@ export class Upkeep {
    * ahead of its indexes (the worker's `adding` and `admit`), so that tails stay small under steady ingest.
    */
   nudge(): void {
-    if (this.pass !== undefined || this.stopped || this.options.paused) return;
+    if (this.pass !== undefined || this.stopped || this.options.pause.paused) return;
     this.run().catch((err: unknown) => this.log.warn({ err }, 'an upkeep pass failed; the next one tries again'));
   }
 
@@ -187,7 +204,7 @@ export class Upkeep {
   }
 
   private async passOnce(): Promise<void> {
-    if (this.options.paused) return;
+    if (this.options.pause.paused) return;
     const open = new Map<string, TableHandle>();
     const handles = await Promise.all(
       this.tables.openHandles().map((handle) =>
@@ -201,7 +218,8 @@ export class Upkeep {
     const first = (t: TableHandle | undefined) => (t?.fresh.overflowed === true ? 0 : 1);
     handles.sort((a, b) => first(a.table) - first(b.table));
     for (const { opened } of handles) {
-      if (this.stopped) return;
+      // A pause set meanwhile lets this table's step (under way) end, and starts no other.
+      if (this.stopped || this.options.pause.paused) return;
       let id: string | undefined;
       try {
         const table = await opened;

@@ -53,6 +53,34 @@ export class WorkerPool {
     return this.workers.has(id);
   }
 
+  /** Whether upkeep is paused on this node, and how many of its databases have a pass under way. */
+  upkeepState(): { paused: boolean; passesUnderWay: number } {
+    let passes = 0;
+    for (const worker of this.workers.values()) if (worker.upkeep.passing) passes++;
+    return { paused: this.options.deps.upkeep.pause.paused, passesUnderWay: passes };
+  }
+
+  /**
+   * Pauses or resumes upkeep on this node (the admin route). A pause starts no step, and waits up to `waitMs` for
+   * the passes under way to end (a step under way, such as an index build, still commits when it ends); a resume
+   * starts a pass at once.
+   */
+  async pauseUpkeep(paused: boolean, waitMs: number): Promise<{ paused: boolean; passesUnderWay: number }> {
+    this.options.deps.upkeep.pause.paused = paused;
+    if (paused) {
+      const settled = Promise.all([...this.workers.values()].map((worker) => worker.upkeep.settled()));
+      let timer: NodeJS.Timeout | undefined;
+      const waited = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, waitMs);
+      });
+      await Promise.race([settled, waited]);
+      clearTimeout(timer);
+    } else {
+      for (const worker of this.workers.values()) worker.upkeep.nudge();
+    }
+    return this.upkeepState();
+  }
+
   /** Rows the open tables of every placed worker search by brute force, as their upkeep last found them. */
   unindexedRows(): number {
     let rows = 0;
