@@ -111,3 +111,31 @@ describe("upkeep's versions amid this worker's own writes", () => {
     expect(changes.between(3, 4)).toBe('none');
   });
 });
+
+describe('versions explained by a sole writer', () => {
+  const versionsOf = (last: number, changed: readonly number[]) =>
+    Array.from({ length: last + 1 }, (_, v) => {
+      const grown = changed.filter((c) => c <= v).length;
+      return { version: v, timestamp: new Date(0), rows: 10 + grown, storedRows: 10 + grown, deletedRows: 0 };
+    });
+
+  test('upkeep’s versions not recorded yet count as no change once the writes under way said theirs', async () => {
+    const changes = new TableChanges();
+    const write = changes.beginWrite();
+    // Versions 2 (upkeep's, its step not ended yet) and 3 (the write's append, not said yet).
+    const explained = changes.explained(1, 3, async () => versionsOf(3, [3]));
+    let answered = false;
+    void explained.then(() => {
+      answered = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(answered).toBe(false);
+    write({ version: 3, kind: 'append' });
+    expect(await explained).toBe('append');
+    expect(await changes.explained(1, 2, async () => versionsOf(3, [3]))).toBe('none');
+    // A version whose counts changed is never taken for upkeep's.
+    expect(await changes.explained(1, 3, async () => versionsOf(3, [2, 3]))).toBe('rewrite');
+    // The plain record still says nothing of version 2.
+    expect(changes.between(1, 2)).toBe('rewrite');
+  });
+});

@@ -28,8 +28,8 @@ const REMEMBERED = 4096;
  */
 export class TableChanges {
   private readonly kinds = new Map<number, ChangeKind | 'none'>();
-  /** Writes of this worker under way, by id. */
-  private readonly writing = new Set<number>();
+  /** Writes of this worker under way, by id, each with a promise settled when it ends. */
+  private readonly writing = new Map<number, Promise<void>>();
   private nextWrite = 0;
   /**
    * Versions upkeep made that kept the rows by their counts, waiting for the writes that were under way when it
@@ -40,13 +40,20 @@ export class TableChanges {
   /** Marks a write as started; call the returned function with the version it committed (or none). */
   beginWrite(): (committed?: { version: number; kind: ChangeKind }) => void {
     const id = this.nextWrite++;
-    this.writing.add(id);
+    let ended = () => {};
+    this.writing.set(
+      id,
+      new Promise<void>((resolve) => {
+        ended = resolve;
+      }),
+    );
     let done = false;
     return (committed) => {
       if (done) return;
       done = true;
       if (committed !== undefined) this.remember(committed.version, committed.kind);
       this.writing.delete(id);
+      ended();
       this.settle(id, committed !== undefined);
     };
   }
@@ -72,7 +79,7 @@ export class TableChanges {
       const stats = new Map((await versions()).map((v) => [v.version, v]));
       const kept: number[] = [];
       for (let v = before + 1; v <= after; v++) if (keptRows(stats.get(v - 1), stats.get(v))) kept.push(v);
-      this.unclaimed.push({ versions: kept, waitingFor: new Set(this.writing) });
+      this.unclaimed.push({ versions: kept, waitingFor: new Set(this.writing.keys()) });
       this.settle(undefined, true);
     }
     return result;
@@ -93,6 +100,31 @@ export class TableChanges {
       for (const v of entry.versions) if (!this.kinds.has(v)) this.remember(v, 'none');
     }
     this.unclaimed = waiting;
+  }
+
+  /**
+   * How the rows changed from `from` to `to`, with the versions nobody recorded yet explained, for a worker that
+   * is its tables' one writer (only its writes and its upkeep commit; never where other nodes write). Once the
+   * writes under way have ended (each records its version), a version none of them claimed is upkeep's, which
+   * `maintain` records only when its step ends: it left the rows as they were if its manifest's counts say so
+   * (`keptRows`). A write that may have committed without knowing its version is its caller's to distrust.
+   */
+  async explained(from: number, to: number, versions: () => Promise<readonly VersionInfo[]>): Promise<Difference> {
+    const known = this.between(from, to);
+    if (known !== 'rewrite' || to < from || to - from > REMEMBERED) return known;
+    await Promise.all(this.writing.values());
+    let stats: Map<number, VersionInfo> | undefined;
+    let difference: Difference = 'none';
+    for (let v = from + 1; v <= to; v++) {
+      let kind = this.kinds.get(v);
+      if (kind === undefined) {
+        stats ??= new Map((await versions()).map((s) => [s.version, s]));
+        kind = keptRows(stats.get(v - 1), stats.get(v)) ? 'none' : 'rewrite';
+      }
+      if (kind === 'rewrite') return 'rewrite';
+      if (kind === 'append') difference = 'append';
+    }
+    return difference;
   }
 
   /** How the rows changed from version `from` to version `to`. */

@@ -61,9 +61,14 @@ export class TableHandle {
     fresh: FreshTier = { soleWriter: false },
   ) {
     this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
+    // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
+    const explains = fresh.soleWriter;
     this.text = new TextStatistics(
       indexes.fts,
-      (from, to) => this.changes.between(from, to),
+      async (from, to, explain) =>
+        explain && explains
+          ? this.changes.explained(from, to, () => rows.versions())
+          : this.changes.between(from, to),
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );

@@ -51,8 +51,11 @@ interface Delta {
   texts: CommitTexts;
 }
 
-/** How the table's rows differ between two versions (its change record). */
-export type RowDifference = (from: number, to: number) => Difference;
+/**
+ * How the table's rows differ between two versions (its change record); `explain`: with the versions nobody
+ * recorded yet explained where they can be (`TableChanges.explained`).
+ */
+export type RowDifference = (from: number, to: number, explain: boolean) => Promise<Difference>;
 
 /**
  * BM25's statistics of a table's full-text columns over its live rows (docs/api.md, Freshness): rows with tokens,
@@ -67,7 +70,12 @@ export class TextStatistics {
   /** Commits seen while a build runs, applied once it is done. */
   private pending: Delta[] = [];
   /** The counting in of queued commits under way (`drain`). */
-  private draining: Promise<void> | undefined;
+  private draining: Promise<boolean> | undefined;
+  /**
+   * Versions up to which a write of this node's may have committed without being told (`unsettled`): gaps there
+   * are not explained. Infinity until the next commit, whose version is past that write's.
+   */
+  private distrustUpTo: number | undefined;
 
   constructor(
     private readonly fts: readonly FtsIndex[],
@@ -78,9 +86,23 @@ export class TextStatistics {
 
   /** The statistics of `column` at `version`, built if need be. */
   async at(version: number, column: string): Promise<CollectionStatistics | undefined> {
-    const held = this.current(version) ?? (await this.build(version));
-    await this.drain(held);
+    let held = await this.current(version);
+    if (held === undefined || !(await this.drain(held))) {
+      held = await this.build(version);
+      // Built of `version` itself: what its queue holds is this node's commits since, counted in as far as they
+      // follow one another.
+      await this.drain(held);
+    }
     return held.columns.get(column);
+  }
+
+  /**
+   * A write of this node's may have committed without it being told (its commit failed or got no answer): the
+   * statistics are built again, and versions up to the next commit are never taken for upkeep's.
+   */
+  unsettled(): void {
+    this.held = undefined;
+    this.distrustUpTo = Number.POSITIVE_INFINITY;
   }
 
   /** The columns' texts a commit would remove must be read before it only while statistics are held or built. */
@@ -93,13 +115,16 @@ export class TextStatistics {
    * the statistics held are of the version before (or of one whose rows are the same); else they are let go.
    */
   committed(version: number, texts: CommitTexts): void {
+    if (this.distrustUpTo === Number.POSITIVE_INFINITY) this.distrustUpTo = version;
     if (this.building !== undefined) {
       this.pending.push({ version, texts });
       return;
     }
     const held = this.held;
     if (held === undefined) return;
-    if (texts === undefined || !this.follows(this.latest(held), version)) {
+    // Whether it follows the commits before is asked when they are counted in (`drain`): upkeep's versions
+    // between are recorded only once its step ends.
+    if (texts === undefined || version <= this.latest(held)) {
       this.held = undefined;
       return;
     }
@@ -113,33 +138,48 @@ export class TextStatistics {
 
   /**
    * Counts in the commits queued (tokenizing their texts), in order; readers wait for one another, so that none
-   * reads counts half way through a commit.
+   * reads counts half way through a commit. False when one does not follow the rows counted (another commit
+   * changed rows between): the statistics are let go of.
    */
-  private drain(held: Held): Promise<void> {
-    const drained = (this.draining ?? Promise.resolve()).then(async () => {
+  private drain(held: Held): Promise<boolean> {
+    const drained = (this.draining ?? Promise.resolve(true)).then(async () => {
       while (held.queued.length > 0) {
-        const next = held.queued.shift() as Held['queued'][number];
+        const next = held.queued[0] as Held['queued'][number];
+        if (!(await this.follows(held.version, next.version))) {
+          held.queued = [];
+          if (this.held === held) this.held = undefined;
+          return false;
+        }
+        held.queued.shift();
         await this.apply(held, next.version, next.texts);
       }
+      return true;
     });
-    this.draining = drained.catch(() => undefined);
+    this.draining = drained.catch(() => false);
     return drained;
   }
 
   /** Whether a commit at `version` follows `from` with no other change of the rows between. */
-  private follows(from: number, version: number): boolean {
-    return version > from && (version === from + 1 || this.difference(from, version - 1) === 'none');
+  private async follows(from: number, version: number): Promise<boolean> {
+    return version > from && (version === from + 1 || (await this.unchanged(from, version - 1)));
+  }
+
+  /** Whether the rows at `to` are those at `from`; versions a lost write may have made are not explained. */
+  private async unchanged(from: number, to: number): Promise<boolean> {
+    const explain = this.distrustUpTo === undefined || from >= this.distrustUpTo;
+    return (await this.difference(from, to, explain)) === 'none';
   }
 
   /**
    * The statistics held, if they are those of `version`: of it, of an earlier one with the same rows, or of a later
    * one (this node committed while the search that asks began; its legs read that commit too).
    */
-  private current(version: number): Held | undefined {
+  private async current(version: number): Promise<Held | undefined> {
     const held = this.held;
     if (held === undefined || version <= this.latest(held)) return held;
-    if (this.difference(this.latest(held), version) !== 'none') return undefined;
-    if (held.queued.length === 0) held.version = version;
+    const latest = this.latest(held);
+    if (!(await this.unchanged(latest, version)) || this.held !== held) return undefined;
+    if (held.queued.length === 0 && held.version === latest && version > held.version) held.version = version;
     return held;
   }
 
@@ -150,7 +190,7 @@ export class TextStatistics {
       // Those the build's version already holds are passed over; one whose texts are unknown ends the catching up,
       // and the next search builds again.
       for (const { version: at, texts } of deltas) {
-        if (texts === undefined || !this.follows(held.version, at)) break;
+        if (texts === undefined || !(await this.follows(held.version, at))) break;
         await this.apply(held, at, texts);
       }
       return held;

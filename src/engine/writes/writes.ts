@@ -71,8 +71,9 @@ async function recording<T extends { version: number }>(
     try {
       result = await commit();
     } catch (err) {
-      // It may have landed all the same (no answer from the bucket): the fresh rows cannot know.
+      // It may have landed all the same (no answer from the bucket): the fresh rows and BM25's statistics cannot know.
       table.fresh.unsettled();
+      table.text.unsettled();
       throw err;
     }
     done({ version: result.version, kind: change.kind });
