@@ -511,6 +511,70 @@ describe('fresh rows beside the vector index', () => {
   });
 });
 
+describe('fresh rows beside the vector index, step by step', () => {
+  test('after each of random appends, replaces, deletes and folds, the vector leg answers the exact nearest live rows', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 's');
+      let seed = 11;
+      const random = () => {
+        seed = (seed * 48271) % 2147483647;
+        return seed / 2147483647;
+      };
+      const live = new Map<number, number[]>();
+      let next = 0;
+      const row = (id: number) => {
+        const emb = [random() - 0.5, random() - 0.5, random() - 0.5, random() - 0.5];
+        live.set(id, emb);
+        return { id, body: `w${id}`, emb };
+      };
+      const fresh = (n: number) => Array.from({ length: n }, () => row(next++));
+      expect((await tables.append('notes', fresh(300))).status).toBe(200);
+      await upkeepPass(server, 's');
+      const check = async (step: string) => {
+        for (let q = 0; q < 3; q++) {
+          const query = [random() - 0.5, random() - 0.5, random() - 0.5, random() - 0.5];
+          const reply = await client.request<{ data: { id: number; _distance: number }[] }>(
+            'POST',
+            '/v1/hybrid_search/s',
+            { table_name: 'notes', vector_field: 'emb', vector_query: query, k: 10, projection: ['id'] },
+            { accept: 'application/json' },
+          );
+          const exact = [...live]
+            .map(([id, emb]) => ({ id, d: emb.reduce((sum, x, j) => sum + (x - (query[j] as number)) ** 2, 0) }))
+            .sort((a, b) => a.d - b.d)
+            .slice(0, 10);
+          expect(
+            reply.json.data.map((r) => r.id),
+            step,
+          ).toEqual(exact.map((e) => e.id));
+          reply.json.data.forEach((r, i) => {
+            expect(r._distance, step).toBeCloseTo(exact[i]?.d as number, 5);
+          });
+        }
+      };
+      for (let step = 0; step < 12; step++) {
+        const action = ['append', 'replace', 'delete', 'fold'][Math.floor(random() * 4)] as string;
+        const ids = [...live.keys()];
+        const some = (n: number) => Array.from({ length: n }, () => ids[Math.floor(random() * ids.length)] as number);
+        if (action === 'append') expect((await tables.append('notes', fresh(25))).status).toBe(200);
+        else if (action === 'replace') {
+          const [id] = some(1);
+          expect((await tables.update('notes', `id = ${id}`, [row(id as number)])).status).toBe(200);
+        } else if (action === 'delete') {
+          const gone = [...new Set(some(4))];
+          expect((await tables.remove('notes', `id IN (${gone.join(', ')})`)).status).toBe(200);
+          for (const id of gone) live.delete(id);
+        } else await upkeepPass(server, 's');
+        await check(`step ${step} (${action})`);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('a full-text index that counts deleted rows', () => {
   test("is built again by upkeep, after which its own scores are the live rows' again", async () => {
     const server = await startStrata(HAND_RUN);
