@@ -4,8 +4,9 @@
  * answers a write once its files are fsynced (API.md §5, local storage: src/storage/durable.ts); `add()` leaves
  * them in the page cache, so the ratio includes the price of durability (~10–15 ms per 10k-row append).
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
- * in-process baseline while the server is idle. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000),
- * BENCH_UPDATES (200), BENCH_ROUNDS (3).
+ * in-process baseline while the server is idle. Then one-row replaces by `id = X` and `exact_match` on `id`, on a
+ * table without and one with a scalar index on `id` (`indexes.scalar`). Sizes: BENCH_ROWS (default 200000),
+ * BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,7 @@ import {
   saveResults,
   seconds,
   startServer,
+  untilIndexed,
   vectorColumn,
   vectorType,
 } from './harness.js';
@@ -140,21 +142,52 @@ async function main(): Promise<void> {
   const nativeSeconds = median(nativeRuns);
   const jsonSeconds = await appendAll('via_json', jsonBodies, 'application/json', 1);
 
-  const latencies: number[] = [];
-  let seed = 7;
-  for (let i = 0; i < UPDATES; i++) {
-    seed = (seed * 48271) % 2147483647;
-    const id = seed % ROWS;
-    const row = { id, text: words(() => 0.5, 20), vec: Array.from({ length: DIM }, () => 0.25) };
-    const start = performance.now();
-    await post(
-      `/v1/update/bench?table=via_arrow_0&predicate=${encodeURIComponent(`id = ${id}`)}`,
-      JSON.stringify({ data: [row] }),
+  // The same rows in a table with a scalar index on id, folded in by upkeep before the replaces.
+  await post(
+    '/v1/create_table/bench',
+    JSON.stringify({ table_name: 'keyed', schema, indexes: { scalar: ['id'] } }),
+    json,
+  );
+  for (const body of ipcBodies) {
+    await post('/v1/append/bench?table=keyed', body, { 'content-type': ARROW, accept: ARROW });
+  }
+  await post('/v1/exact_match/bench', JSON.stringify({ table_name: 'keyed', field_name: 'id', value: '1' }), json);
+  await untilIndexed(dataDir, 'bench');
+
+  /** p50 and p99 of `UPDATES` runs of `run` on random ids. */
+  const timed = async (run: (id: number) => Promise<unknown>) => {
+    const latencies: number[] = [];
+    let seed = 7;
+    for (let i = 0; i < UPDATES; i++) {
+      seed = (seed * 48271) % 2147483647;
+      const id = seed % ROWS;
+      const start = performance.now();
+      await run(id);
+      latencies.push(performance.now() - start);
+    }
+    latencies.sort((a, b) => a - b);
+    return {
+      p50: Number(percentile(latencies, 50).toFixed(2)),
+      p99: Number(percentile(latencies, 99).toFixed(2)),
+      n: UPDATES,
+    };
+  };
+  const replace = (table: string) => (id: number) =>
+    post(
+      `/v1/update/bench?table=${table}&predicate=${encodeURIComponent(`id = ${id}`)}`,
+      JSON.stringify({ data: [{ id, text: words(() => 0.5, 20), vec: Array.from({ length: DIM }, () => 0.25) }] }),
       json,
     );
-    latencies.push(performance.now() - start);
-  }
-  latencies.sort((a, b) => a - b);
+  const exact = (table: string) => (id: number) =>
+    post(
+      '/v1/exact_match/bench',
+      JSON.stringify({ table_name: table, field_name: 'id', value: String(id), projection: ['id'] }),
+      json,
+    );
+  const replaceScan = await timed(replace('via_arrow_0'));
+  const replaceIndexed = await timed(replace('keyed'));
+  const exactScan = await timed(exact('via_arrow_0'));
+  const exactIndexed = await timed(exact('keyed'));
 
   const results = {
     rows: ROWS,
@@ -168,11 +201,10 @@ async function main(): Promise<void> {
     ratio_http_arrow_vs_in_process: Number((nativeSeconds / arrowSeconds).toFixed(3)),
     ratio_http_arrow_2_in_flight_vs_in_process: Number((nativeSeconds / pipelinedSeconds).toFixed(3)),
     ratio_http_json_vs_in_process: Number((nativeSeconds / jsonSeconds).toFixed(3)),
-    update_one_row_ms: {
-      p50: Number(percentile(latencies, 50).toFixed(2)),
-      p99: Number(percentile(latencies, 99).toFixed(2)),
-      n: UPDATES,
-    },
+    update_one_row_ms: replaceScan,
+    update_one_row_by_indexed_id_ms: replaceIndexed,
+    exact_match_ms: exactScan,
+    exact_match_by_indexed_id_ms: exactIndexed,
     server_rss_mb: await server.rssMb(),
   };
   saveResults('write', results);

@@ -91,7 +91,7 @@ describe('--help and usage errors', () => {
   const FLAGS: Record<string, string[]> = {
     serve: Object.keys(FLAG_TO_ENV).map((flag) => `--${flag}`),
     keys: ['create', 'list', 'revoke', '--account', '--data-dir'],
-    load: ['--database', '--table', '--create', '--fts', '--vector', '--batch-rows', '--concurrency'],
+    load: ['--database', '--table', '--create', '--fts', '--vector', '--scalar', '--batch-rows', '--concurrency'],
     sql: ['--database'],
     search: [
       '--database',
@@ -107,6 +107,7 @@ describe('--help and usage errors', () => {
     count: ['--database', '--table', '--field', '--operator'],
     databases: ['list', 'create', 'verify', 'delete', '--bucket', '--prefix', '--purge'],
     tables: ['list', 'schema', 'drop', '--database', '--purge'],
+    upkeep: ['status', 'pause', 'resume', '--admin-key'],
   };
 
   test.each(Object.keys(FLAGS))('strata %s --help prints its own usage with every flag, exit 0', async (command) => {

@@ -7,6 +7,7 @@ import {
   DATABASE_STATES,
   METRIC_ALIASES,
   METRICS,
+  SCALAR_INDEX_TYPES,
   SCALAR_TYPE_ALIASES,
   SCALAR_TYPES,
   type StorageBinding,
@@ -78,7 +79,7 @@ describe('the client spells what the contract spells', () => {
 
   test('the kinds of index a column descriptor shows', () => {
     // As for providers: the kinds are spelled only in the client's type of a column's index.
-    const kinds = { fts: true, vector: true } satisfies Record<ColumnIndex['kind'], true>;
+    const kinds = { fts: true, vector: true, scalar: true } satisfies Record<ColumnIndex['kind'], true>;
     const contract = (json(ContractColumnIndex).anyOf ?? []).map((member) => String(member.properties?.kind?.const));
     expect(sorted(Object.keys(kinds))).toEqual(sorted(contract));
   });
@@ -95,6 +96,7 @@ describe('the client spells what the service validates', () => {
   const vectors = schemaFromFields([
     { name: 'v', type: 'vector', dim: 2 },
     { name: 't', type: 'utf8' },
+    { name: 'n', type: 'i64' },
   ]);
 
   test('metrics: the ones answered, the aliases taken, and no other', () => {
@@ -120,6 +122,17 @@ describe('the client spells what the service validates', () => {
       /is not one of (.*)$/,
     );
     expect(sorted(taken)).toEqual(sorted(ANALYZERS));
+  });
+
+  test('scalar index types: each answered as spelled, and no other', () => {
+    const answered = (kind: string) => resolveIndexes(vectors, { scalar: [{ column: 'n', kind }] }).scalar[0]?.type;
+
+    expect(SCALAR_INDEX_TYPES.filter((t) => t !== 'label_list').map(answered)).toEqual(['btree', 'bitmap']);
+    const taken = listed(
+      refusal(() => answered('nope')),
+      /is not one of (.*)$/,
+    );
+    expect(sorted(taken)).toEqual(sorted(SCALAR_INDEX_TYPES));
   });
 
   test('column types: each scalar answered as spelled, the aliases, vector and list, and no other', () => {

@@ -4,6 +4,7 @@ import {
   builtAtCreation,
   declaredIndexes,
   resolveIndexes,
+  storedIndexes,
   storedIndexOf,
 } from '../src/engine/indexes/registry.js';
 import { schemaFromFields } from '../src/engine/tables/schema.js';
@@ -75,5 +76,11 @@ describe('the index registry', () => {
   test('how far behind: the rows its store index does not cover, none while it is not built', () => {
     expect(behindOf({ unindexedRows: 1234 })).toBe(1234);
     expect(behindOf(undefined)).toBe(0);
+  });
+
+  test('a table made before a kind existed opens with none of it', () => {
+    const stored = storedIndexes(JSON.stringify({ fts: [{ column: 'title', analyzer: 'ascii_lower' }], vector: [] }));
+    expect(stored).toEqual({ fts: [{ column: 'title', analyzer: 'ascii_lower' }], vector: [], scalar: [] });
+    expect(declaredIndexes(stored).map((d) => d.key)).toEqual(['fts:title']);
   });
 });

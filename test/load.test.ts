@@ -186,13 +186,15 @@ describe('strata load', () => {
           'body',
           '--vector',
           'emb:cosine',
+          '--scalar',
+          'id',
         ],
         env(),
       );
 
       expect(loaded.stderr).toMatch(/loaded 100,000 rows/);
       expect(await digest(table)).toEqual(expected);
-      const schema = await api.request<{ name: string; type: string }[]>('POST', '/v1/schema/db', {
+      const schema = await api.request<{ name: string; type: string; indexes?: unknown[] }[]>('POST', '/v1/schema/db', {
         table_name: table,
       });
       expect(schema.json.map((c) => [c.name, c.type])).toEqual([
@@ -200,6 +202,7 @@ describe('strata load', () => {
         ['body', 'utf8'],
         ['emb', 'vector'],
       ]);
+      expect(schema.json[0]?.indexes).toEqual([{ kind: 'scalar', type: 'btree' }]);
     },
     120_000,
   );

@@ -17,6 +17,7 @@ const table = {
   indexes: {
     fts: [{ column: 'title', analyzer: 'ascii_lower' }],
     vector: [{ column: 'emb', metric: 'cosine', dim: 3 }],
+    scalar: [],
   } satisfies TableIndexes,
 };
 

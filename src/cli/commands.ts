@@ -69,17 +69,17 @@ type Json = Record<string, unknown>;
 function describedColumns(reply: unknown): Json[] {
   const whole = (Array.isArray(reply) ? { columns: reply } : (reply as Json)) ?? {};
   const columns = (whole.columns ?? whole.schema ?? []) as Json[];
-  const tableWide = (whole.indexes ?? {}) as { fts?: (string | Json)[]; vector?: Json[] };
+  const tableWide = (whole.indexes ?? {}) as { fts?: (string | Json)[]; vector?: Json[]; scalar?: Json[] };
   return columns.map((column) => {
     const own = Array.isArray(column.indexes) ? (column.indexes as Json[]) : [];
     const fts = (tableWide.fts ?? []).filter((f) => (typeof f === 'string' ? f : f.column) === column.name);
     const vector = (tableWide.vector ?? []).filter((v) => v.column === column.name);
+    const scalar = (tableWide.scalar ?? []).filter((v) => v.column === column.name);
     const words = [
-      ...own.map((index) =>
-        index.kind === 'fts' ? `fts (${String(index.analyzer)})` : `${String(index.kind)} (${String(index.metric)})`,
-      ),
+      ...own.map((index) => `${String(index.kind)} (${String(index.analyzer ?? index.metric ?? index.type)})`),
       ...fts.map((f) => `fts (${typeof f === 'string' ? 'ascii_lower' : String(f.analyzer ?? 'ascii_lower')})`),
       ...vector.map((v) => `vector (${String(v.metric)})`),
+      ...scalar.map((v) => `scalar (${String(v.type)})`),
     ];
     const { indexes: _, ...rest } = column;
     return words.length === 0 ? rest : { ...rest, indexes: words.join(', ') };

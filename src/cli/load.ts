@@ -3,6 +3,9 @@ import {
   METRIC_ALIASES,
   METRICS,
   type MetricInput,
+  SCALAR_INDEX_TYPES,
+  type ScalarIndexSpec,
+  type ScalarIndexType,
   StrataError,
   type StrataTable,
 } from '@strata/client';
@@ -33,6 +36,19 @@ function vectorDeclarations(values: string[]): { column: string; metric: MetricI
       throw new UsageError(`--vector takes COLUMN:METRIC (cosine, l2sq (l2) or negdot (dot)), got "${value}"`);
     }
     return { column: value.slice(0, at), metric };
+  });
+}
+
+/** Parses `COL` or `COL:KIND` declarations of `--scalar`. */
+function scalarDeclarations(values: string[]): ScalarIndexSpec[] {
+  return values.map((value) => {
+    const at = value.lastIndexOf(':');
+    if (at < 0) return value;
+    const kind = value.slice(at + 1).toLowerCase();
+    if (at === 0 || !(SCALAR_INDEX_TYPES as readonly string[]).includes(kind)) {
+      throw new UsageError(`--scalar takes COLUMN or COLUMN:KIND (${SCALAR_INDEX_TYPES.join(', ')}), got "${value}"`);
+    }
+    return { column: value.slice(0, at), kind: kind as ScalarIndexType };
   });
 }
 
@@ -156,6 +172,7 @@ export async function load(args: string[]): Promise<number> {
     create: { type: 'boolean' },
     fts: { type: 'string', multiple: true },
     vector: { type: 'string', multiple: true },
+    scalar: { type: 'string', multiple: true },
     'batch-rows': { type: 'string' },
     concurrency: { type: 'string' },
   });
@@ -171,6 +188,7 @@ export async function load(args: string[]): Promise<number> {
   const concurrency = wholeNumber(parsed, 'concurrency', DEFAULT_CONCURRENCY);
   const create = parsed.values.create === true;
   const declared = vectorDeclarations(texts(parsed, 'vector'));
+  const scalar = scalarDeclarations(texts(parsed, 'scalar'));
   const db = clientOf(parsed).database(database);
   const planned = plans(parsed, files, kinds, database, tableName);
   const vectors = await vectorColumns(db, tableName, create, declared, files[0] as string, kinds[0] as FileKind);
@@ -184,7 +202,7 @@ export async function load(args: string[]): Promise<number> {
       await first.checkNotWidened();
       for (const note of first.notes) process.stderr.write(`note: ${note}\n`);
       await db
-        .createTable(tableName, fieldSpecs(first.schema), { fts: texts(parsed, 'fts'), vector: declared })
+        .createTable(tableName, fieldSpecs(first.schema), { fts: texts(parsed, 'fts'), vector: declared, scalar })
         .catch((err: unknown) => {
           // Run again after an interrupted load: the table is there already.
           if (!(err instanceof StrataError && err.code === 'table_exists')) throw err;

@@ -26,7 +26,7 @@ ${Object.entries(FLAG_TO_ENV)
 strata keys list [--data-dir DIR]                     list keys (ids, accounts, states; never secrets)
 strata keys revoke ID [--data-dir DIR]                revoke a key at once
   --data-dir DIR and --control-url URL pick the control store, as for strata serve`,
-  load: `strata load FILE... --database DB --table T [--create] [--fts COL]... [--vector COL:METRIC]...
+  load: `strata load FILE... --database DB --table T [--create] [--fts COL]... [--vector COL:METRIC]... [--scalar COL[:KIND]]...
                   [--batch-rows N] [--concurrency N]
   load Parquet, CSV, TSV, JSON Lines (.jsonl, .ndjson) or Arrow IPC (.arrow, .arrows, .ipc) files; a FILE is a
   path, never a pattern. Run the same command again after an interruption: it resumes, and every row lands
@@ -37,6 +37,8 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
   --fts COL            with --create: a full-text index on COL (repeatable)
   --vector COL:METRIC  load COL as a vector; with --create, index it with METRIC: cosine, l2sq (l2) or
                        negdot (dot) (repeatable)
+  --scalar COL[:KIND]  with --create: a scalar index on COL for filters, predicates and exact_match; KIND btree,
+                       bitmap or label_list, by COL's type when not given (repeatable)
   --batch-rows N       rows per request (10000); a resumed load keeps the value its first run used
   --concurrency N      requests in flight at once (3)`,
   sql: `strata sql --database DB "SELECT ..."

@@ -26,8 +26,17 @@ export const VectorIndexEntry = Type.Object(
   { additionalProperties: false },
 );
 
+export const ScalarIndexEntry = Type.Union([
+  Type.String(),
+  Type.Object({ column: Type.String(), kind: Nullable(Type.String()) }, { additionalProperties: false }),
+]);
+
 export const Indexes = Type.Object(
-  { fts: Nullable(Type.Array(FtsIndexEntry)), vector: Nullable(Type.Array(VectorIndexEntry)) },
+  {
+    fts: Nullable(Type.Array(FtsIndexEntry)),
+    vector: Nullable(Type.Array(VectorIndexEntry)),
+    scalar: Nullable(Type.Array(ScalarIndexEntry)),
+  },
   { additionalProperties: false },
 );
 
@@ -45,6 +54,7 @@ export const CreateTableBody = Type.Object(
 export const ColumnIndex = Type.Union([
   Type.Object({ kind: Type.Literal('fts'), analyzer: Type.String() }),
   Type.Object({ kind: Type.Literal('vector'), metric: Type.String() }),
+  Type.Object({ kind: Type.Literal('scalar'), type: Type.String() }),
 ]);
 
 export const ColumnDescriptor = Type.Object({
@@ -59,6 +69,7 @@ export const ColumnDescriptor = Type.Object({
 export const CanonicalIndexes = Type.Object({
   fts: Type.Array(Type.Object({ column: Type.String(), analyzer: Type.String() })),
   vector: Type.Array(Type.Object({ column: Type.String(), metric: Type.String(), dim: Type.Integer() })),
+  scalar: Type.Array(Type.Object({ column: Type.String(), type: Type.String() })),
 });
 
 export const TableDescription = Type.Object({

@@ -112,13 +112,27 @@ export interface VectorIndexSpec {
   dim?: number | null;
 }
 
+/**
+ * How a scalar index finds rows: `btree` (exact values and ranges), `bitmap` (exact values of a column with few
+ * distinct ones), `label_list` (list columns).
+ */
+export const SCALAR_INDEX_TYPES = ['btree', 'bitmap', 'label_list'] as const;
+export type ScalarIndexType = (typeof SCALAR_INDEX_TYPES)[number];
+
+/** A scalar index on a column; its kind is chosen by the column's type when not given. */
+export type ScalarIndexSpec = string | { column: string; kind?: ScalarIndexType | null };
+
 export interface IndexSpec {
   fts?: FtsIndexSpec[] | null;
   vector?: VectorIndexSpec[] | null;
+  scalar?: ScalarIndexSpec[] | null;
 }
 
 /** A declared index on one column, as the service shows it beside the column. */
-export type ColumnIndex = { kind: 'fts'; analyzer: Analyzer } | { kind: 'vector'; metric: Metric };
+export type ColumnIndex =
+  | { kind: 'fts'; analyzer: Analyzer }
+  | { kind: 'vector'; metric: Metric }
+  | { kind: 'scalar'; type: ScalarIndexType };
 
 export interface ColumnDescriptor {
   name: string;
@@ -140,6 +154,7 @@ export interface TableDescription {
   indexes: {
     fts: { column: string; analyzer: Analyzer }[];
     vector: { column: string; metric: Metric; dim: number }[];
+    scalar: { column: string; type: ScalarIndexType }[];
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Field } from 'apache-arrow';
 import type { Analyzer } from './fts.js';
+import type { ScalarIndexType } from './scalar.js';
 import type { Metric } from './vector.js';
 
 /**
@@ -9,7 +10,7 @@ import type { Metric } from './vector.js';
 export type IndexSpec =
   | { type: 'text'; column: string; analyzer: Analyzer }
   | { type: 'ann'; column: string; metric: Metric; dim: number }
-  | { type: 'scalar'; column: string };
+  | { type: 'scalar'; column: string; index: ScalarIndexType };
 
 /**
  * How upkeep keeps a kind's index. `fold`: built with the table, and every pass that folds new rows into the indexes

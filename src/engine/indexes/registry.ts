@@ -5,14 +5,16 @@ import { BadRequest } from '../../errors.js';
 import { type ColumnDescriptor, describeSchema } from '../tables/schema.js';
 import { ftsKind } from './fts.js';
 import type { IndexKind, IndexSpec, IndexUpkeep } from './kind.js';
+import { scalarKind } from './scalar.js';
 import { vectorKind } from './vector.js';
 
 export type { Analyzer, FtsIndex } from './fts.js';
 export type { IndexSpec, IndexUpkeep } from './kind.js';
+export type { ScalarIndex, ScalarIndexType } from './scalar.js';
 export type { Metric, VectorIndex } from './vector.js';
 
 /** Every kind of index, by the name a create_table body declares it under: a new kind is a file and a line here. */
-export const INDEX_KINDS = { fts: ftsKind, vector: vectorKind } as const;
+export const INDEX_KINDS = { fts: ftsKind, vector: vectorKind, scalar: scalarKind } as const;
 
 type Kinds = typeof INDEX_KINDS;
 export type IndexKindName = keyof Kinds;
@@ -56,6 +58,15 @@ export function resolveIndexes(schema: Schema, input: IndexesInput | null | unde
     resolved[name] = resolve(name, kind, (input?.[name] ?? []) as readonly unknown[]);
   }
   return resolved as TableIndexes;
+}
+
+/**
+ * A table's declarations as the catalog keeps them (JSON of `TableIndexes`): a kind added since the table was
+ * made is missing there, and the table has none of it.
+ */
+export function storedIndexes(json: string): TableIndexes {
+  const stored = JSON.parse(json) as Partial<TableIndexes>;
+  return Object.fromEntries(KIND_NAMES.map((name) => [name, stored[name] ?? []])) as TableIndexes;
 }
 
 /** The columns with each one's declared indexes beside it (docs/api.md, `/v1/schema`). */

@@ -1,4 +1,4 @@
-import type { Analyzer, IndexSpec, Metric } from '../indexes/registry.js';
+import type { Analyzer, IndexSpec, Metric, ScalarIndexType } from '../indexes/registry.js';
 import { Index, type IndexConfig, type LanceTable } from './lance.js';
 import type { UpkeepJob } from './upkeep-process.js';
 
@@ -39,12 +39,16 @@ export function annColumns(indices: readonly IndexConfig[]): Set<string> {
   return new Set(indices.filter((i) => indexType(i) === 'ann').flatMap((i) => i.columns));
 }
 
-/**
- * The Lance index built in this process for a text or scalar index (a scalar one is a BTREE, Lance's index for
- * ranges and exact values of any cardinality); ANN indexes are trained in the upkeep process (`annIndex`).
- */
+/** Lance's index of each type of scalar index. */
+const SCALAR: Readonly<Record<ScalarIndexType, () => Index>> = {
+  btree: () => Index.btree(),
+  bitmap: () => Index.bitmap(),
+  label_list: () => Index.labelList(),
+};
+
+/** The Lance index built in this process for a text or scalar index; ANN indexes are trained in the upkeep process (`annIndex`). */
 export function lanceIndex(index: Exclude<IndexSpec, { type: 'ann' }>): Index {
-  return index.type === 'text' ? ftsIndex(index.analyzer) : Index.btree();
+  return index.type === 'text' ? ftsIndex(index.analyzer) : SCALAR[index.index]();
 }
 
 /**

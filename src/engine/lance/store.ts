@@ -38,7 +38,7 @@ export class LanceStore implements RowStore {
 
   async create(tableId: string, schema: Schema, indexes: readonly IndexSpec[]): Promise<void> {
     const lance = await this.connection.createEmptyTable(tableId, schema);
-    await lance.createIndex(ROW_KEY, { config: lanceIndex({ type: 'scalar', column: ROW_KEY }) });
+    await lance.createIndex(ROW_KEY, { config: lanceIndex({ type: 'scalar', column: ROW_KEY, index: 'btree' }) });
     for (const index of indexes) {
       // Trained indexes need rows: upkeep builds them (`IndexUpkeep`).
       if (index.type !== 'ann') await lance.createIndex(index.column, { config: lanceIndex(index) });

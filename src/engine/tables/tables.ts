@@ -5,7 +5,13 @@ import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import type { FreshBudget } from '../fresh/budget.js';
 import { FreshRows } from '../fresh/rows.js';
-import { builtAtCreation, describeIndexedSchema, resolveIndexes, type TableIndexes } from '../indexes/registry.js';
+import {
+  builtAtCreation,
+  describeIndexedSchema,
+  resolveIndexes,
+  storedIndexes,
+  type TableIndexes,
+} from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
@@ -66,9 +72,7 @@ export class TableHandle {
     this.text = new TextStatistics(
       indexes.fts,
       async (from, to, explain) =>
-        explain && explains
-          ? this.changes.explained(from, to, () => rows.versions())
-          : this.changes.between(from, to),
+        explain && explains ? this.changes.explained(from, to, () => rows.versions()) : this.changes.between(from, to),
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );
@@ -272,7 +276,7 @@ export class Tables {
     let entry = this.handles.get(record.tableId);
     if (entry === undefined) {
       const pending = (async () => {
-        const indexes = JSON.parse(record.indexes) as TableIndexes;
+        const indexes = storedIndexes(record.indexes);
         const rows = await this.store.open(record.tableId, indexes);
         return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store, this.fresh);
       })();
