@@ -1,25 +1,35 @@
 import type { TextOperator } from '../rows/source.js';
-import { bm25, type CollectionStatistics } from '../text/bm25.js';
+import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
 
-/** A row's tokens in one column, as BM25 reads them. */
-export interface Doc {
-  tokens: string[];
-  terms: ReadonlySet<string>;
-}
-
-/** One full-text column of the fresh rows: each row's tokens, and the rows holding each term. */
+/**
+ * One full-text column of the fresh rows: each row's tokens as term ids, and the rows holding each term. Ids
+ * rather than strings: 105k rows of ~20 tokens took 209 MB of heap as token strings with a set of terms per row.
+ */
 export class FreshPostings {
-  private readonly docs = new Map<bigint, Doc>();
-  private readonly postings = new Map<string, Set<bigint>>();
+  /** Each term's id, for as long as the column is held (ids are not reused). */
+  private readonly ids = new Map<string, number>();
+  private readonly terms: string[] = [];
+  private readonly docs = new Map<bigint, Int32Array>();
+  private readonly postings = new Map<number, Set<bigint>>();
 
-  /** Holds `doc` for `key` (the key must not be held). */
-  add(key: bigint, doc: Doc): void {
+  /** Holds `tokens` for `key` (the key must not be held). */
+  add(key: bigint, tokens: readonly string[]): void {
+    const doc = new Int32Array(tokens.length);
+    tokens.forEach((token, i) => {
+      let id = this.ids.get(token);
+      if (id === undefined) {
+        id = this.terms.length;
+        this.ids.set(token, id);
+        this.terms.push(token);
+      }
+      doc[i] = id;
+    });
     this.docs.set(key, doc);
-    for (const term of doc.terms) {
-      let keys = this.postings.get(term);
+    for (const id of new Set(doc)) {
+      let keys = this.postings.get(id);
       if (keys === undefined) {
         keys = new Set();
-        this.postings.set(term, keys);
+        this.postings.set(id, keys);
       }
       keys.add(key);
     }
@@ -29,10 +39,10 @@ export class FreshPostings {
     const doc = this.docs.get(key);
     if (doc === undefined) return;
     this.docs.delete(key);
-    for (const term of doc.terms) {
-      const keys = this.postings.get(term);
+    for (const id of new Set(doc)) {
+      const keys = this.postings.get(id);
       keys?.delete(key);
-      if (keys?.size === 0) this.postings.delete(term);
+      if (keys?.size === 0) this.postings.delete(id);
     }
   }
 
@@ -47,19 +57,33 @@ export class FreshPostings {
     limit: number,
     eligible: (key: bigint) => boolean,
   ): { keys: bigint[]; values: number[] } {
-    const distinct = [...new Set(query)];
-    const candidates = new Set<bigint>();
-    for (const term of distinct) for (const key of this.postings.get(term) ?? []) candidates.add(key);
+    // A query token no row here holds matches nothing here, and under AND no row at all.
+    const known = query.map((token) => this.ids.get(token) ?? -1);
+    const distinct = [...new Set(known)];
+    if (operator === 'AND' && distinct.includes(-1)) return { keys: [], values: [] };
+    const lists = distinct.flatMap((id) => {
+      const keys = this.postings.get(id);
+      return keys === undefined ? [] : [keys];
+    });
+    const candidates = operator === 'AND' ? smallest(lists) : new Set(lists.flatMap((keys) => [...keys]));
+    const score = bm25Scorer(known, stats, (id) => (id < 0 ? '' : (this.terms[id] as string)));
     const scored: { key: bigint; value: number }[] = [];
     for (const key of candidates) {
       const doc = this.docs.get(key);
       if (doc === undefined || !eligible(key)) continue;
-      if (operator === 'AND' && !distinct.every((term) => doc.terms.has(term))) continue;
-      scored.push({ key, value: bm25(query, doc.tokens, stats) });
+      if (operator === 'AND' && !lists.every((keys) => keys.has(key))) continue;
+      scored.push({ key, value: score(doc) });
     }
     scored.sort((a, b) => b.value - a.value || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
     const edge = scored[limit - 1]?.value;
     const kept = edge === undefined ? scored : scored.filter((s) => s.value >= edge);
     return { keys: kept.map((s) => s.key), values: kept.map((s) => s.value) };
   }
+}
+
+/** The smallest of some sets (the rows an AND query can match are among it); none when there are no sets. */
+function smallest(lists: readonly Set<bigint>[]): Set<bigint> {
+  let best: Set<bigint> | undefined;
+  for (const keys of lists) if (best === undefined || keys.size < best.size) best = keys;
+  return best ?? new Set();
 }

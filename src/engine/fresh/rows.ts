@@ -3,7 +3,7 @@ import type { TextOperator } from '../rows/source.js';
 import type { CollectionStatistics } from '../text/bm25.js';
 import type { ColumnTexts } from '../text/statistics.js';
 import type { BudgetedTier, FreshBudget } from './budget.js';
-import { type Doc, FreshPostings } from './postings.js';
+import { FreshPostings } from './postings.js';
 import { FreshVectors } from './vectors.js';
 
 /** The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows. */
@@ -45,8 +45,8 @@ export class FreshGone extends Error {
 
 /** Estimated bytes of a held row, beyond its texts and vectors (map entries, postings, keys). */
 const ROW_BYTES = 128;
-/** Estimated bytes per character of a held text: its tokens, their set, and the postings they sit in. */
-const TEXT_BYTES_PER_CHAR = 6;
+/** Estimated bytes per character of a held text: its term ids and the postings they sit in (70 MB of heap for 105k rows of bench:search's ~150-character texts). */
+const TEXT_BYTES_PER_CHAR = 8;
 
 /**
  * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them
@@ -295,19 +295,19 @@ export class FreshRows implements BudgetedTier {
     for (const [key, row] of this.rows) if (row.version <= below) this.remove(key);
   }
 
-  /** A commit's rows' documents by column, tokenized before anything here changes. */
-  private async documents(commit: Commit): Promise<Map<string, Doc>[]> {
-    const docs = commit.added.map(() => new Map<string, Doc>());
+  /** A commit's rows' tokens by column, tokenized before anything here changes. */
+  private async documents(commit: Commit): Promise<Map<string, string[]>[]> {
+    const docs = commit.added.map(() => new Map<string, string[]>());
     for (const { column } of this.indexes.fts) {
       const tokens = await this.tokens(commit.write.texts.get(column) ?? [], column);
       tokens.forEach((row, i) => {
-        if (row.length > 0) docs[i]?.set(column, { tokens: row, terms: new Set(row) });
+        if (row.length > 0) docs[i]?.set(column, row);
       });
     }
     return docs;
   }
 
-  private add(commit: Commit, docs: Map<string, Doc>[]): void {
+  private add(commit: Commit, docs: Map<string, string[]>[]): void {
     commit.added.forEach((key, i) => {
       // A replaced row's earlier version leaves first.
       this.remove(key);

@@ -1,7 +1,7 @@
 import type { Table } from 'apache-arrow';
 import type { Hits } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
-import { bm25, type CollectionStatistics } from '../text/bm25.js';
+import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
 
 /**
  * How a text leg scores its hits itself: BM25 over the live rows (docs/api.md, Freshness), for a leg whose index's
@@ -32,7 +32,8 @@ export async function textScoring(
 export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> {
   const texts = textColumn(hits.rows, scoring.field);
   const tokens = await scoring.table.text.tokensOf(texts, scoring.field);
-  return { ...hits, values: tokens.map((row) => bm25(scoring.query, row, scoring.stats)) };
+  const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
+  return { ...hits, values: tokens.map(score) };
 }
 
 function textColumn(rows: Table, field: string): (string | null)[] {
