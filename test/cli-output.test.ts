@@ -103,6 +103,7 @@ describe('--help and usage errors', () => {
       '-k',
       '--filter',
       '--operator',
+      '--explain',
     ],
     count: ['--database', '--table', '--field', '--operator'],
     databases: ['list', 'create', 'verify', 'delete', '--bucket', '--prefix', '--purge'],

@@ -105,6 +105,7 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
       k: { type: 'string', short: 'k' },
       filter: { type: 'string' },
       operator: { type: 'string' },
+      explain: { type: 'boolean' },
     });
     const v = parsed.values;
     let vector: number[] | undefined;
@@ -120,7 +121,8 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     if (!Number.isInteger(k) || k < 0) throw new UsageError('-k must be a whole number');
     const format = formatOf(parsed);
     const table = clientOf(parsed).database(required(parsed, 'database')).table(required(parsed, 'table'));
-    const found = await table.search({
+    const explain = v.explain === true;
+    const found = await table.searchWithReceipt({
       text: text(parsed, 'text'),
       textField: text(parsed, 'text-field'),
       vector,
@@ -128,8 +130,11 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
       filter: text(parsed, 'filter'),
       operator: text(parsed, 'operator') as 'or' | 'and' | undefined,
       k,
+      explain,
     });
-    print(found as Table, format);
+    print(found.rows as Table, format);
+    // What the search did as a whole goes to stderr, so that stdout stays the rows alone.
+    if (explain) process.stderr.write(`explain: ${JSON.stringify(found.explain)}\n`);
     return 0;
   },
   count: async (args) => {

@@ -53,7 +53,9 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
   --vector JSON      the query vector as a JSON array, with --vector-field F: the indexed vector column
   -k N               rows to return (10)
   --filter P         a predicate the rows must match, e.g. "price < 10"
-  --operator OP      how the text query's tokens combine: or (default) or and`,
+  --operator OP      how the text query's tokens combine: or (default) or and
+  --explain          each row's rank, score and share in each leg (an _explain column), and on stderr what
+                     each leg read and how long it took`,
   count: `strata count --database DB --table T --field F [--operator or|and] QUERY
   count the rows whose full-text indexed column F matches QUERY
   --database DB      the database

@@ -19,6 +19,7 @@ export const HybridSearchBody = Type.Object(
     window: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
     // An enum rather than a union of literals: a wrong value is then told both that are allowed.
     consistency: Type.Optional(Type.Unsafe<'strong' | 'eventual'>({ type: 'string', enum: ['strong', 'eventual'] })),
+    explain: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
 );
@@ -44,7 +45,8 @@ const RECEIPT_HEADERS = {
 
 /** The reply of a search that answers rows: Arrow IPC stream or JSON, as the Accept header asks, with its receipt. */
 export const SearchRowsReply = Type.Unsafe<unknown>({
-  description: 'The rows, as an Arrow IPC stream or as JSON {data: [...]} (Accept), with the freshness receipt',
+  description:
+    "The rows, as an Arrow IPC stream or as JSON {data: [...]} (Accept), with the freshness receipt; with explain: true, an _explain column and the request's explain (JSON member explain, Arrow schema metadata strata.explain)",
   headers: RECEIPT_HEADERS,
 });
 

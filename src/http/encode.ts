@@ -84,15 +84,37 @@ export function negotiate(req: FastifyRequest, offered: readonly string[]): stri
 
 export const ROW_ENCODINGS = [ARROW_STREAM, JSON_TYPE] as const;
 
-/** Rows to answer with; `stream`, when given, is exactly those rows already encoded. */
+/**
+ * Rows to answer with; `stream`, when given, is exactly those rows already encoded. `members` are said beside the
+ * rows: a member of the JSON reply each, and in Arrow the schema's metadata `strata.<name>` (as JSON).
+ */
 export interface RowsReply {
   schema: Schema;
   rows: readonly RecordBatch[];
   stream?: Uint8Array;
+  members?: Readonly<Record<string, unknown>>;
+}
+
+/** The reply's schema, with its members in the metadata. */
+function schemaOf(result: RowsReply): Schema {
+  const members = Object.entries(result.members ?? {}).filter(([, value]) => value !== undefined);
+  if (members.length === 0) return result.schema;
+  const metadata = new Map(result.schema.metadata);
+  for (const [name, value] of members) metadata.set(`strata.${name}`, JSON.stringify(value));
+  return new arrow.Schema(result.schema.fields, metadata);
 }
 
 const ipcOf = (result: RowsReply): Uint8Array =>
-  result.stream ?? arrow.tableToIPC(new arrow.Table(result.schema, writableBatches(result.rows)), 'stream');
+  result.stream ?? arrow.tableToIPC(new arrow.Table(schemaOf(result), writableBatches(result.rows)), 'stream');
+
+/** `{"data":[…]}` with the reply's members after `data`. */
+function withMembers(text: string | Uint8Array, members: RowsReply['members']): string | Uint8Array {
+  const defined = Object.entries(members ?? {}).filter(([, value]) => value !== undefined);
+  if (defined.length === 0) return text;
+  const tail = `${defined.map(([name, value]) => `,${JSON.stringify(name)}:${JSON.stringify(value)}`).join('')}}`;
+  if (typeof text === 'string') return `${text.slice(0, -1)}${tail}`;
+  return Buffer.concat([text.subarray(0, text.byteLength - 1), Buffer.from(tail)]);
+}
 
 const asBuffer = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 
@@ -116,7 +138,7 @@ export async function sendRows(
       bytes <= INLINE_ENCODE_BYTES
         ? jsonText(result.rows, cap)
         : asBuffer(await ctx.workers.json.encode(ipcOf(result), cap));
-    return reply.type(JSON_TYPE).send(text);
+    return reply.type(JSON_TYPE).send(withMembers(text, result.members));
   }
   return reply.type(ARROW_STREAM).send(asBuffer(ipcOf(result)));
 }

@@ -14,6 +14,7 @@ import type {
   Receipt,
   RegisterDatabaseRequest,
   RowCounts,
+  SearchExplain,
   SearchRequest,
   TableDescription,
   TableListing,
@@ -197,19 +198,29 @@ async function readRows(http: Http, req: Request, options: ReadOptions): Promise
   return (await readReceipted(http, req, options)).rows;
 }
 
-/** Rows of a read, with the receipt a search answers in its headers. */
-async function readReceipted(
-  http: Http,
-  req: Request,
-  options: ReadOptions,
-): Promise<{ rows: Table | Record<string, unknown>[]; receipt: Receipt }> {
+/** A search's answer beside its rows: its receipt, and its `explain` when it was asked to explain itself. */
+export interface SearchAnswer {
+  rows: Table | Record<string, unknown>[];
+  receipt: Receipt;
+  explain?: SearchExplain;
+}
+
+/** Rows of a read, with the receipt a search answers in its headers and what it says beside them. */
+async function readReceipted(http: Http, req: Request, options: ReadOptions): Promise<SearchAnswer> {
   const { signal } = options;
   if (options.rows === true) {
     const res = await http.send({ ...req, accept: JSON_TYPE, signal });
-    return { rows: jsonOf<{ data: Record<string, unknown>[] }>(res).data, receipt: receiptOf(res) };
+    const { data, explain } = jsonOf<{ data: Record<string, unknown>[]; explain?: SearchExplain }>(res);
+    return { rows: data, receipt: receiptOf(res), ...(explain === undefined ? {} : { explain }) };
   }
   const res = await http.send({ ...req, accept: ARROW_STREAM, signal });
-  return { rows: tableFromIPC(res.bytes), receipt: receiptOf(res) };
+  const rows = tableFromIPC(res.bytes);
+  const explain = rows.schema.metadata.get('strata.explain');
+  return {
+    rows,
+    receipt: receiptOf(res),
+    ...(explain === undefined ? {} : { explain: JSON.parse(explain) as SearchExplain }),
+  };
 }
 
 /** A search's receipt headers; NaN where a server too old to send them did not. */
@@ -315,11 +326,11 @@ export class StrataTable {
     return (await this.searchWithReceipt(req, options)).rows;
   }
 
-  /** `search`, with its receipt: the table version it started from and the rows it read outside the indexes. */
-  async searchWithReceipt(
-    req: SearchRequest,
-    options: ReadOptions = {},
-  ): Promise<{ rows: Table | Record<string, unknown>[]; receipt: Receipt }> {
+  /**
+   * `search`, with its receipt (the table version it started from and the rows it read outside the indexes), and
+   * with `explain: true` the request's explain.
+   */
+  async searchWithReceipt(req: SearchRequest, options: ReadOptions = {}): Promise<SearchAnswer> {
     const json = {
       table_name: this.name,
       text_query: req.text,
@@ -336,6 +347,7 @@ export class StrataTable {
       text_weight: req.textWeight,
       vector_weight: req.vectorWeight,
       consistency: req.consistency,
+      explain: req.explain,
     };
     return readReceipted(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
   }

@@ -1,5 +1,5 @@
 export type { EncodedRows, RowsSource } from './batches.js';
-export type { AppendOptions, ReadOptions, StrataAdminOptions, StrataOptions } from './client.js';
+export type { AppendOptions, ReadOptions, SearchAnswer, StrataAdminOptions, StrataOptions } from './client.js';
 export { Database, Databases, Strata, StrataAdmin, StrataTable } from './client.js';
 export { type ClientErrorCode, StrataError } from './errors.js';
 export type { RetryOptions } from './http.js';

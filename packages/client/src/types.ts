@@ -191,6 +191,24 @@ export interface SearchRequest {
   vectorWeight?: number;
   /** `strong` (the default): every write answered before is searched; `eventual`: only the rows indexes cover. */
   consistency?: 'strong' | 'eventual';
+  /** Adds `_explain` to every row, and the request's `explain` (`searchWithReceipt` answers it). */
+  explain?: boolean;
+}
+
+/** What one leg of an explained search did (the service's docs/api.md, Explain). */
+export interface LegExplain {
+  read: 'index' | 'index_and_fresh' | 'index_and_scan' | 'scan';
+  ms: number;
+  candidates: number;
+  outside_index: number;
+  weight: number;
+}
+
+/** The request's part of an explained search: the version searched, the fusion constant, each leg that ran. */
+export interface SearchExplain {
+  version: number;
+  rrf_k: number;
+  legs: { text?: LegExplain; vector?: LegExplain };
 }
 
 /**

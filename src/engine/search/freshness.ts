@@ -10,6 +10,8 @@ export interface Freshness {
   receipt: Receipt;
   /** For each leg, whether its index exists (a leg without one scans its column exactly). */
   indexed: boolean[];
+  /** For each leg, the rows it reads outside its index. */
+  outside: number[];
   indexedOnly: boolean[];
   exactIndex: boolean[];
 }
@@ -32,5 +34,5 @@ export async function freshnessOf(
   const countsDeleted = table.unindexed.countsDeleted(unindexed);
   const exactIndex = legs.map((key) => key !== undefined && unindexed.rows.get(key) === 0 && !countsDeleted);
   const indexed = legs.map((key) => key !== undefined && unindexed.indexed.has(key));
-  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexed, indexedOnly, exactIndex };
+  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexed, outside, indexedOnly, exactIndex };
 }

@@ -10,6 +10,9 @@ export interface Fused {
   score: number;
   bm25: number | null;
   distance: number | null;
+  /** The row's rank in each leg, from 1; null where the leg did not return it (or did not run). */
+  textRank: number | null;
+  vectorRank: number | null;
 }
 
 export interface FusionOptions {
@@ -25,22 +28,23 @@ export interface FusionOptions {
  */
 export function fuse(text: LegRanking | undefined, vector: LegRanking | undefined, options: FusionOptions): Fused[] {
   const byKey = new Map<bigint, Fused & { bestRank: number }>();
-  const add = (leg: LegRanking | undefined, kind: 'bm25' | 'distance') => {
+  const add = (leg: LegRanking | undefined, kind: 'bm25' | 'distance', ranked: 'textRank' | 'vectorRank') => {
     if (leg === undefined) return;
     leg.keys.forEach((key, i) => {
       const rank = i + 1;
       let entry = byKey.get(key);
       if (entry === undefined) {
-        entry = { key, score: 0, bm25: null, distance: null, bestRank: rank };
+        entry = { key, score: 0, bm25: null, distance: null, textRank: null, vectorRank: null, bestRank: rank };
         byKey.set(key, entry);
       }
       entry.score += leg.weight / (options.rrfK + rank);
       entry[kind] = leg.values[i] ?? null;
+      entry[ranked] = rank;
       entry.bestRank = Math.min(entry.bestRank, rank);
     });
   };
-  add(text, 'bm25');
-  add(vector, 'distance');
+  add(text, 'bm25', 'textRank');
+  add(vector, 'distance', 'vectorRank');
   const ordered = [...byKey.values()].sort(
     (a, b) => b.score - a.score || a.bestRank - b.bestRank || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0),
   );

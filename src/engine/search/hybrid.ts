@@ -1,24 +1,29 @@
 import type { Table } from 'apache-arrow';
 import { declarationKey } from '../indexes/registry.js';
+import { readingPredicate } from '../predicate/predicate.js';
 import type { RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import { explainData, type LegRead, type LegReport } from './explain.js';
 import { freshnessOf } from './freshness.js';
-import { fuse, inReach, rankLeg } from './fusion.js';
+import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
 import { type LegHits, type LegReads, readTextLeg, readVectorLeg } from './legs.js';
-import { planHybrid } from './plan.js';
+import { type HybridPlan, planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
-import { keysOf, rowsByKeys } from './result-rows.js';
+import { inRowOrder, keysOf, rowsByKeys } from './result-rows.js';
 import { textScoring } from './text-scoring.js';
 
 // Hybrid search: a BM25 leg and a vector leg (legs.ts) run side by side, fused by reciprocal rank (fusion.ts).
 
 /** BM25 + vector search fused by reciprocal rank (docs/api.md). */
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
-  const { fields, offset, window, operator, filter, textQuery, textField, vector } = planHybrid(table, req);
+  const plan = planHybrid(table, req);
+  if (plan.filterOnly) return filtered(table, plan, req);
+  const { fields, offset, window, operator, filter, textQuery, textField, vector } = plan;
   const {
     receipt,
-    indexed: [, vectorIndexed = false],
+    indexed: [textIndexed = false, vectorIndexed = false],
+    outside: [textOutside = 0, vectorOutside = 0],
     indexedOnly: [textOnlyIndexed = false, vectorOnlyIndexed = false],
     exactIndex: [textIndexExact = true],
   } = await freshnessOf(
@@ -30,7 +35,12 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     req.consistency === 'eventual',
   );
   // No leg runs for k = 0: nothing was read outside an index.
-  if (req.k === 0) return { ...(await rowsByKeys(table, [], fields, [])), receipt: { ...receipt, freshRows: 0 } };
+  if (req.k === 0) {
+    const none = await rowsByKeys(table, [], fields, [], req.explain === true ? { explain: NO_EXPLAIN } : {});
+    const members =
+      req.explain === true ? { explain: { version: receipt.version, rrf_k: req.rrf_k ?? 60, legs: {} } } : undefined;
+    return { ...none, receipt: { ...receipt, freshRows: 0 }, ...(members === undefined ? {} : { members }) };
+  }
   // BM25 over the live rows whatever the index state; eventual asks for the index's answer, its scores included.
   const scoring =
     textQuery === undefined || textField === undefined || textIndexExact || textOnlyIndexed
@@ -85,26 +95,84 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     };
   };
   const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
+  // What each leg did, for `explain`.
+  const reports: { text?: LegReport & { fresh: ReadonlySet<bigint> }; vector?: typeof reports.text } = {};
+  const report = (hits: LegHits, started: number, indexed: boolean, outside: number, weight = 1) => ({
+    read: readOf(hits, indexed, outside),
+    ms: Number((performance.now() - started).toFixed(3)),
+    candidates: hits.values.length,
+    outside_index: outside,
+    weight,
+    fresh: hits.fresh ?? new Set<bigint>(),
+  });
   const textLeg = async () => {
     if (textQuery === undefined || textField === undefined) return undefined;
+    const started = performance.now();
     const ask = { query: textQuery, field: textField, operator, indexedOnly: textOnlyIndexed, scoring };
     const hits = await readTextLeg(legs, ask);
-    return ranking(hits, 'higher', req.text_weight);
+    const ranked = await ranking(hits, 'higher', req.text_weight);
+    reports.text = report(hits, started, textIndexed, textOutside, req.text_weight);
+    return ranked;
   };
   const vectorLeg = async () => {
     if (vector === undefined) return undefined;
+    const started = performance.now();
     const ask = { indexed: vectorIndexed, indexedOnly: vectorOnlyIndexed };
-    return ranking(await readVectorLeg(legs, vector, ask), 'lower', req.vector_weight);
+    const hits = await readVectorLeg(legs, vector, ask);
+    const ranked = await ranking(hits, 'lower', req.vector_weight);
+    reports.vector = report(hits, started, vectorIndexed, vectorOutside, req.vector_weight);
+    return ranked;
   };
   const [text, vec] = await Promise.all([textLeg(), vectorLeg()]);
-  const winners = fuse(text, vec, { rrfK: req.rrf_k ?? 60, offset, k: req.k });
+  const rrfK = req.rrf_k ?? 60;
+  const winners = fuse(text, vec, { rrfK, offset, k: req.k });
   const fetched = [text?.hits, vec?.hits].filter((hits): hits is Table => hits !== undefined);
+  const explain = req.explain === true ? (rows: readonly Fused[]) => explainData(rows, reports, rrfK) : undefined;
   const rows = await rowsByKeys(
     table,
     winners.map((w) => w.key),
     fields,
     winners,
-    { fetched, rowIds },
+    { fetched, rowIds, explain },
   );
-  return { ...rows, receipt };
+  if (req.explain !== true) return { ...rows, receipt };
+  const legReport = (r: typeof reports.text) => {
+    if (r === undefined) return undefined;
+    const { fresh: _, ...shown } = r;
+    return shown;
+  };
+  const members = {
+    explain: {
+      version: receipt.version,
+      rrf_k: rrfK,
+      legs: { text: legReport(reports.text), vector: legReport(reports.vector) },
+    },
+  };
+  return { ...rows, receipt, members };
+}
+
+/**
+ * A search with a filter and no leg (docs/api.md): the rows the filter matches in row order, paged by `offset` and
+ * `k`, unscored. Every matching row's key is read to order them (keys only: ~8 bytes a row).
+ */
+async function filtered(table: TableHandle, plan: HybridPlan, req: HybridRequest): Promise<RowsResult> {
+  const version = await table.rows.version();
+  const matched = await readingPredicate(() => table.rows.rowsWhere(plan.filter as string, [ROW_KEY]), 'filter');
+  const page = inRowOrder(matched).slice(plan.offset, plan.offset + req.k);
+  const unscored = page.map((key) => ({ key, score: 0, bm25: null, distance: null, textRank: null, vectorRank: null }));
+  const explain = req.explain === true ? NO_EXPLAIN : undefined;
+  const rows = await rowsByKeys(table, page, plan.fields, unscored, { explain, unranked: true });
+  const receipt = { version, freshRows: 0 };
+  if (req.explain !== true) return { ...rows, receipt };
+  return { ...rows, receipt, members: { explain: { version, rrf_k: req.rrf_k ?? 60, legs: {} } } };
+}
+
+/** The `_explain` column of no rows. */
+const NO_EXPLAIN = (rows: readonly Fused[]) => explainData(rows, {}, 60);
+
+/** How a leg read (`explain`): beside the fresh rows, its index alone, its index and rows outside it, or a scan. */
+function readOf(hits: LegHits, indexed: boolean, outside: number): LegRead {
+  if (!indexed) return 'scan';
+  if (outside === 0) return 'index';
+  return hits.fresh === undefined ? 'index_and_scan' : 'index_and_fresh';
 }

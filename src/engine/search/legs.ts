@@ -32,9 +32,13 @@ const TIE_SLACK = 32;
 export const firstTextRead = (ranked: number, idsOnly: boolean): number =>
   ranked + (idsOnly ? Math.min(Math.max(TIE_SLACK, 3 * ranked), 1000) : TIE_SLACK);
 
-/** A leg's hits, with each one's row key when the leg resolved them (it added hits of its own to the index's). */
+/**
+ * A leg's hits, with each one's row key when the leg resolved them (it added hits of its own to the index's), and
+ * then the keys it found among the fresh rows beside the index.
+ */
 export interface LegHits extends Hits {
   keys?: (bigint | undefined)[];
+  fresh?: ReadonlySet<bigint>;
 }
 
 /** What both legs share: the table, the filter, and how far and with which columns they read. */
@@ -179,12 +183,14 @@ async function besideFresh(
   const keys: (bigint | undefined)[] = legs.both ? await legs.table.rows.keysOf(indexed.ids) : keysOf(indexed.rows);
   const held = new Set(keys);
   const values = [...indexed.values];
+  const found = new Set<bigint>();
   fresh.keys.forEach((key, i) => {
     if (held.has(key)) return;
     keys.push(key);
     values.push(fresh.values[i] as number);
+    found.add(key);
   });
-  return { ...indexed, values, keys };
+  return { ...indexed, values, keys, fresh: found };
 }
 
 /**

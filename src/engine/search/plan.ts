@@ -31,6 +31,8 @@ export interface HybridPlan {
   textField: string | undefined;
   /** The vector leg's column, query and metric, when it runs. */
   vector: VectorLegPlan | undefined;
+  /** No leg asked for, only a filter: the matching rows in row order, paged. */
+  filterOnly: boolean;
 }
 
 /**
@@ -90,8 +92,11 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
     }
     vector = { field: name, query: asF32(req.vector_query, name, declared.metric), metric: declared.metric };
   }
-  if (textQuery === undefined && vector === undefined) {
-    throw new BadRequest('nothing to search: send a text_query with at least one token, or a vector_query');
+  const filterOnly = req.text_query === undefined && req.vector_query === undefined && filter !== undefined;
+  if (textQuery === undefined && vector === undefined && !filterOnly) {
+    throw new BadRequest(
+      'nothing to search: send a text_query with at least one token, a vector_query, or a filter alone',
+    );
   }
-  return { fields, offset, window, operator, filter, textQuery, textField, vector };
+  return { fields, offset, window, operator, filter, textQuery, textField, vector, filterOnly };
 }

@@ -4,6 +4,7 @@ import type { ExactMatchBody, HybridSearchBody, TokenMatchBody } from '../../con
 import { BadRequest } from '../../errors.js';
 import type { TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
+import type { SearchExplain } from './explain.js';
 
 // What a search or match asks, and the checks of it that need the table: projection, operator, FTS column.
 
@@ -22,11 +23,15 @@ export interface Receipt {
   freshRows: number;
 }
 
-/** Rows to answer with, and their schema (for an empty answer); a search's receipt with them. */
+/**
+ * Rows to answer with, and their schema (for an empty answer); a search's receipt with them, and what else the
+ * reply says beside the rows (a JSON member each, in Arrow the schema's metadata `strata.<name>`).
+ */
 export interface RowsResult {
   schema: Schema;
   rows: RecordBatch[];
   receipt?: Receipt;
+  members?: { explain?: SearchExplain };
 }
 
 /** The operator of the contract's (which allows only "or" and "and", in any case). */

@@ -7,6 +7,7 @@ import type { RowId } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { batchOf, rowKeysOf } from '../writes/rows.js';
+import { EXPLAIN_FIELD } from './explain.js';
 import type { Fused } from './fusion.js';
 import type { RowsResult } from './request.js';
 
@@ -37,12 +38,16 @@ function float64Data(values: readonly (number | null)[]): Data {
   });
 }
 
-/** Where `rowsByKeys` may find rows before it reads them by key. */
+/** Where `rowsByKeys` may find rows before it reads them by key, and what else a search answers with them. */
 interface KnownRows {
   /** Results that already carry the projected columns and the row key. */
   fetched?: readonly Table[];
   /** The row identity a search leg saw for a key. */
   rowIds?: ReadonlyMap<bigint, RowId>;
+  /** The `_explain` column of the scored rows given, when the search was asked to explain itself. */
+  explain?: (rows: readonly Fused[]) => Data;
+  /** The rows were not ranked (a search with only a filter): `_score` is null. */
+  unranked?: boolean;
 }
 
 /**
@@ -61,9 +66,10 @@ export async function rowsByKeys(
     scores === undefined
       ? []
       : [
-          new arrow.Field('_score', new arrow.Float64(), false),
+          new arrow.Field('_score', new arrow.Float64(), known.unranked === true),
           new arrow.Field('_bm25', new arrow.Float64(), true),
           new arrow.Field('_distance', new arrow.Float64(), true),
+          ...(known.explain === undefined ? [] : [EXPLAIN_FIELD]),
         ];
   const schema = new arrow.Schema([...fields, ...extra]);
   if (keys.length === 0) return { schema, rows: [] };
@@ -104,9 +110,10 @@ export async function rowsByKeys(
     if (scores === undefined) return [];
     const part = picked.map((i) => scores[i] as Fused);
     return [
-      float64Data(part.map((s) => s.score)),
+      float64Data(part.map((s) => (known.unranked === true ? null : s.score))),
       float64Data(part.map((s) => s.bm25)),
       float64Data(part.map((s) => s.distance)),
+      ...(known.explain === undefined ? [] : [known.explain(part)]),
     ];
   };
   // Rows gathered from many places are copied into one batch: every batch is an IPC message of its own, and
