@@ -53,6 +53,7 @@ describe('create_table', () => {
         { column: 'c_large_utf8', analyzer: 'standard' },
       ],
       vector: [{ column: 'emb', metric: 'negdot', dim: 8 }],
+      scalar: [],
     });
     expect((await db.schema('everything')).json).toEqual(res.json.schema);
   });
@@ -82,7 +83,7 @@ describe('create_table', () => {
       },
       { name: 'v32', type: 'vector', dim: 2, nullable: true },
     ]);
-    expect(res.json.indexes).toEqual({ fts: [], vector: [{ column: 'v64', metric: 'cosine', dim: 4 }] });
+    expect(res.json.indexes).toEqual({ fts: [], vector: [{ column: 'v64', metric: 'cosine', dim: 4 }], scalar: [] });
 
     const ipc = await db.schema('nested', 'ipc');
     expect(ipc.json.indexes).toEqual(res.json.indexes);
