@@ -12,10 +12,15 @@ const fts = [{ column: 'body', analyzer: 'ascii_lower' as const }];
 const vector = (metric: Metric = 'l2sq') => [{ column: 'emb', metric, dim: 2 }];
 const indexes = { fts, vector: vector() };
 const split = async (texts: readonly (string | null)[]) => texts.map((t) => (t ?? '').split(' ').filter(Boolean));
-const texts = (...bodies: string[]): FreshWrite => ({ texts: new Map([['body', bodies]]), vectors: new Map() });
+const texts = (...bodies: string[]): FreshWrite => ({
+  texts: new Map([['body', bodies]]),
+  vectors: new Map(),
+  rows: [],
+});
 const vectors = (...rows: (number[] | null)[]): FreshWrite => ({
   texts: new Map([['body', rows.map(() => null)]]),
   vectors: new Map([['emb', rows.map((v) => (v === null ? null : Float32Array.from(v)))]]),
+  rows: [],
 });
 
 const found = async (fresh: FreshRows, query: string) => {
@@ -108,7 +113,7 @@ describe('fresh rows beside the vector index', () => {
     fresh.folded(1, ['text']);
     expect(fresh.usable('text')).toBe(true);
     expect(fresh.usable('vector')).toBe(false);
-    fresh.committed(2, [], [1n], { texts: texts('kettle').texts, vectors: vectors([1, 0]).vectors });
+    fresh.committed(2, [], [1n], { texts: texts('kettle').texts, vectors: vectors([1, 0]).vectors, rows: [] });
     expect(await found(fresh, 'kettle')).toEqual([1n]);
     fresh.folded(2, ['text']);
     // The text index covers the row, the vector index not yet: it stays for vector searches.

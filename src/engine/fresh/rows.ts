@@ -1,3 +1,4 @@
+import type { RecordBatch } from 'apache-arrow';
 import type { FtsIndex, VectorIndex } from '../indexes/registry.js';
 import type { TextOperator } from '../rows/source.js';
 import type { CollectionStatistics } from '../text/bm25.js';
@@ -13,10 +14,14 @@ const KINDS: readonly FreshKind[] = ['text', 'vector'];
 /** Each vector column's vectors of a commit's rows, in row order (null where a row has none). */
 export type ColumnVectors = ReadonlyMap<string, readonly (Float32Array | null)[]>;
 
-/** What a commit wrote that the fresh rows hold: its full-text columns' texts and its vector columns' vectors. */
+/**
+ * What a commit wrote that the fresh rows hold: its full-text columns' texts, its vector columns' vectors, and the
+ * rows themselves as stored (with their row keys), in the order of the keys written.
+ */
 export interface FreshWrite {
   texts: ColumnTexts;
   vectors: ColumnVectors;
+  rows: readonly RecordBatch[];
 }
 
 /** A commit of this node's, counted in by the next drain. */
@@ -62,8 +67,8 @@ export class FreshRows implements BudgetedTier {
   /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
   private readonly foldedAt = new Map<FreshKind, number>();
   private readonly kinds: readonly FreshKind[];
-  /** Rows by key, with the version that wrote them and their estimated bytes. */
-  private rows = new Map<bigint, { version: number; bytes: number }>();
+  /** Rows by key, with the version that wrote them, their estimated bytes, and the batch that holds them. */
+  private rows = new Map<bigint, { version: number; bytes: number; batch: RecordBatch | undefined }>();
   private texts = new Map<string, FreshPostings>();
   private vectors = new Map<string, FreshVectors>();
   private queue: Commit[] = [];
@@ -124,7 +129,10 @@ export class FreshRows implements BudgetedTier {
       this.floor = this.lastVersion;
       return;
     }
-    const bytes = added.map((_, i) => this.estimate(write, i));
+    const perRow = write.rows.flatMap((batch) =>
+      Array.from({ length: batch.numRows }, () => batch.data.byteLength / Math.max(1, batch.numRows)),
+    );
+    const bytes = added.map((_, i) => this.estimate(write, i, perRow[i] ?? 0));
     this.queue.push({ version, removed, added, write, bytes });
     this.charge(bytes.reduce((n, b) => n + b, 0));
     // Counted in at once rather than by the next search, so that the commit's batches are let go of.
@@ -203,6 +211,19 @@ export class FreshRows implements BudgetedTier {
     return vectors.search(query, limit, this.after(read));
   }
 
+  /**
+   * The batches holding the rows of `keys` this holds, whole (a search reads its winners' columns from them
+   * rather than by key from the store, where a row outside the indexes is found by a scan of them all).
+   */
+  batchesOf(keys: readonly bigint[]): RecordBatch[] {
+    const batches = new Set<RecordBatch>();
+    for (const key of keys) {
+      const batch = this.rows.get(key)?.batch;
+      if (batch !== undefined) batches.add(batch);
+    }
+    return [...batches];
+  }
+
   /** Lets go of every row (the budget's call): reads under way find them gone, and no fold before now counts. */
   overflow(): void {
     this.epoch++;
@@ -240,8 +261,9 @@ export class FreshRows implements BudgetedTier {
     this.charge(-this.bytes);
   }
 
-  private estimate(write: FreshWrite, row: number): number {
-    let bytes = ROW_BYTES;
+  /** A written row's estimated bytes here: its share of the batch it came in, its tokens, its vectors' copies. */
+  private estimate(write: FreshWrite, row: number, batchBytes: number): number {
+    let bytes = ROW_BYTES + batchBytes;
     for (const texts of write.texts.values()) bytes += (texts[row]?.length ?? 0) * TEXT_BYTES_PER_CHAR;
     for (const vectors of write.vectors.values()) bytes += vectors[row]?.byteLength ?? 0;
     return bytes;
@@ -308,10 +330,11 @@ export class FreshRows implements BudgetedTier {
   }
 
   private add(commit: Commit, docs: Map<string, string[]>[]): void {
+    const batches = commit.write.rows.flatMap((batch) => Array.from({ length: batch.numRows }, () => batch));
     commit.added.forEach((key, i) => {
       // A replaced row's earlier version leaves first.
       this.remove(key);
-      this.rows.set(key, { version: commit.version, bytes: commit.bytes[i] ?? 0 });
+      this.rows.set(key, { version: commit.version, bytes: commit.bytes[i] ?? 0, batch: batches[i] });
       for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc);
       for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
     });

@@ -1,4 +1,5 @@
 import type { Table } from 'apache-arrow';
+import { arrow } from '../../arrow/arrow.js';
 import { declarationKey } from '../indexes/registry.js';
 import { readingPredicate } from '../predicate/predicate.js';
 import type { RowId } from '../rows/source.js';
@@ -127,6 +128,12 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const rrfK = req.rrf_k ?? 60;
   const winners = fuse(text, vec, { rrfK, offset, k: req.k });
   const fetched = [text?.hits, vec?.hits].filter((hits): hits is Table => hits !== undefined);
+  // Winners found among the fresh rows are at hand there: read by key, a row outside the indexes costs a scan.
+  const fresh = winners
+    .map((w) => w.key)
+    .filter((key) => reports.text?.fresh.has(key) || reports.vector?.fresh.has(key));
+  const freshBatches = fresh.length === 0 ? [] : table.fresh.batchesOf(fresh);
+  if (freshBatches.length > 0) fetched.push(new arrow.Table(freshBatches));
   const explain = req.explain === true ? (rows: readonly Fused[]) => explainData(rows, reports, rrfK) : undefined;
   const rows = await rowsByKeys(
     table,

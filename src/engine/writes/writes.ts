@@ -92,7 +92,7 @@ async function recording<T extends { version: number }>(
 const textsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnTexts =>
   new Map(table.indexes.fts.map((f) => [f.column, batches.flatMap((batch) => textsOf(batch, f.column))] as const));
 
-const NOTHING_FRESH: FreshWrite = { texts: new Map(), vectors: new Map() };
+const NOTHING_FRESH: FreshWrite = { texts: new Map(), vectors: new Map(), rows: [] };
 
 /** The vector columns' vectors of batches of rows, when the fresh rows hold them. */
 const vectorsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): ColumnVectors =>
@@ -102,7 +102,10 @@ const vectorsOfBatches = (table: TableHandle, batches: readonly RecordBatch[]): 
       )
     : new Map();
 
-/** What a commit that removes the rows of `removed` and writes `batches` under `written` keys does to the rows. */
+/**
+ * What a commit that removes the rows of `removed` and writes `batches` (as stored: with their row keys, `written`)
+ * does to the rows.
+ */
 async function rowChange(
   table: TableHandle,
   kind: ChangeKind,
@@ -117,7 +120,11 @@ async function rowChange(
     added: written.length,
     keys: { removed, written },
     written: fresh
-      ? { texts: texts?.added ?? textsOfBatches(table, batches), vectors: vectorsOfBatches(table, batches) }
+      ? {
+          texts: texts?.added ?? textsOfBatches(table, batches),
+          vectors: vectorsOfBatches(table, batches),
+          rows: batches,
+        }
       : NOTHING_FRESH,
     texts,
   };
@@ -174,8 +181,9 @@ export async function append(
     // rows are.
     await catalog.durable();
     const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const change = await rowChange(table, 'append', [], Array.from(keys), rows);
-    const result = await recording(table, change, () => table.rows.append(withRowKeys(table, rows, keys)));
+    const stored = withRowKeys(table, rows, keys);
+    const change = await rowChange(table, 'append', [], Array.from(keys), stored);
+    const result = await recording(table, change, () => table.rows.append(stored));
     return { rows, stream, schema: table.schema, version: result.version };
   });
 }
@@ -237,8 +245,9 @@ export async function replace(
       });
       await catalog.durable();
     }
-    const change = await rowChange(table, 'rewrite', Array.from(keys), Array.from(keys), rows);
-    const merged = await recording(table, change, () => table.rows.replaceByKey(withRowKeys(table, rows, keys)));
+    const stored = withRowKeys(table, rows, keys);
+    const change = await rowChange(table, 'rewrite', Array.from(keys), Array.from(keys), stored);
+    const merged = await recording(table, change, () => table.rows.replaceByKey(stored));
     const tombstoned = merged.replaced;
     return {
       rows,
