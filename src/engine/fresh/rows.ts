@@ -67,8 +67,8 @@ export class FreshRows implements BudgetedTier {
   /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
   private readonly foldedAt = new Map<FreshKind, number>();
   private readonly kinds: readonly FreshKind[];
-  /** Rows by key, with the version that wrote them, their estimated bytes, and the batch that holds them. */
-  private rows = new Map<bigint, { version: number; bytes: number; batch: RecordBatch | undefined }>();
+  /** Rows by key, with the version that wrote them, their estimated bytes, and where in its batch each is. */
+  private rows = new Map<bigint, { version: number; bytes: number; batch: RecordBatch | undefined; at: number }>();
   private texts = new Map<string, FreshPostings>();
   private vectors = new Map<string, FreshVectors>();
   private queue: Commit[] = [];
@@ -212,16 +212,15 @@ export class FreshRows implements BudgetedTier {
   }
 
   /**
-   * The batches holding the rows of `keys` this holds, whole (a search reads its winners' columns from them
-   * rather than by key from the store, where a row outside the indexes is found by a scan of them all).
+   * The rows of `keys` this holds, each a one-row slice of the batch it came in (a search reads its winners'
+   * columns from them rather than by key from the store, where a row outside the indexes is found by a scan of
+   * them all; indexing whole batches for a few winners cost as much).
    */
-  batchesOf(keys: readonly bigint[]): RecordBatch[] {
-    const batches = new Set<RecordBatch>();
-    for (const key of keys) {
-      const batch = this.rows.get(key)?.batch;
-      if (batch !== undefined) batches.add(batch);
-    }
-    return [...batches];
+  rowsOf(keys: readonly bigint[]): RecordBatch[] {
+    return keys.flatMap((key) => {
+      const row = this.rows.get(key);
+      return row?.batch === undefined ? [] : [row.batch.slice(row.at, row.at + 1)];
+    });
   }
 
   /** Lets go of every row (the budget's call): reads under way find them gone, and no fold before now counts. */
@@ -330,11 +329,19 @@ export class FreshRows implements BudgetedTier {
   }
 
   private add(commit: Commit, docs: Map<string, string[]>[]): void {
-    const batches = commit.write.rows.flatMap((batch) => Array.from({ length: batch.numRows }, () => batch));
+    const places = commit.write.rows.flatMap((batch) =>
+      Array.from({ length: batch.numRows }, (_, at) => ({ batch, at })),
+    );
     commit.added.forEach((key, i) => {
       // A replaced row's earlier version leaves first.
       this.remove(key);
-      this.rows.set(key, { version: commit.version, bytes: commit.bytes[i] ?? 0, batch: batches[i] });
+      const place = places[i];
+      this.rows.set(key, {
+        version: commit.version,
+        bytes: commit.bytes[i] ?? 0,
+        batch: place?.batch,
+        at: place?.at ?? 0,
+      });
       for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc);
       for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
     });

@@ -132,7 +132,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const fresh = winners
     .map((w) => w.key)
     .filter((key) => reports.text?.fresh.has(key) || reports.vector?.fresh.has(key));
-  const freshBatches = fresh.length === 0 ? [] : table.fresh.batchesOf(fresh);
+  const freshBatches = fresh.length === 0 ? [] : table.fresh.rowsOf(fresh);
   if (freshBatches.length > 0) fetched.push(new arrow.Table(freshBatches));
   const explain = req.explain === true ? (rows: readonly Fused[]) => explainData(rows, reports, rrfK) : undefined;
   const rows = await rowsByKeys(
