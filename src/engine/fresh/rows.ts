@@ -81,6 +81,8 @@ export class FreshRows implements BudgetedTier {
   /** The last version committed here; after the rows were let go of, no fold before it makes them usable. */
   private lastVersion = 0;
   private floor: number | undefined;
+  /** The bound the rows were last swept below: rows added since are all past it, so only a higher one sweeps. */
+  private sweptBelow = Number.NEGATIVE_INFINITY;
   /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
   private dropped = false;
   /** Estimated bytes held, queued commits included. */
@@ -145,6 +147,7 @@ export class FreshRows implements BudgetedTier {
    */
   unsettled(): void {
     this.foldedAt.clear();
+    this.sweptBelow = Number.NEGATIVE_INFINITY;
   }
 
   /**
@@ -253,6 +256,7 @@ export class FreshRows implements BudgetedTier {
   }
 
   private clear(): void {
+    this.sweptBelow = Number.NEGATIVE_INFINITY;
     this.rows = new Map();
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
     this.vectors = new Map(this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric)] as const));
@@ -313,7 +317,9 @@ export class FreshRows implements BudgetedTier {
       for (const key of commit.removed) this.remove(key);
       this.charge(-commit.bytes.reduce((n, b) => n + b, 0));
     }
+    if (below <= this.sweptBelow) return;
     for (const [key, row] of this.rows) if (row.version <= below) this.remove(key);
+    this.sweptBelow = below;
   }
 
   /** A commit's rows' tokens by column, tokenized before anything here changes. */

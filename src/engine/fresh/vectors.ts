@@ -63,29 +63,31 @@ export class FreshVectors {
    */
   search(query: Float32Array, limit: number, eligible: (key: bigint) => boolean): { keys: bigint[]; values: number[] } {
     const slots = this.keys.length;
-    const found: { key: bigint; value: number }[] = [];
     if (slots === 0 || limit <= 0) return { keys: [], values: [] };
     const { kind, canonical } = SEARCHED[this.metric];
     // Empty and ineligible slots take places among the nearest: ask for more until `limit` rows and their ties
-    // are in hand, or every slot was ranked.
+    // are in hand, or every slot was ranked. usearch answers nearest first, so the walk stops past the edge.
     for (let count = Math.min(slots, limit + (slots - this.slotOf.size) + 1); ; count = Math.min(slots, 2 * count)) {
       const matches = exactSearch(this.data.subarray(0, slots * this.dim), query, this.dim, count, kind, 1);
-      found.length = 0;
-      let last: number | undefined;
-      matches.keys.forEach((slot, i) => {
-        const key = this.keys[Number(slot)];
+      const found: { key: bigint; value: number }[] = [];
+      let edge: number | undefined;
+      let past = false;
+      for (let i = 0; i < matches.keys.length; i++) {
         const distance = matches.distances[i] as number;
-        last = distance;
-        if (key !== undefined && eligible(key)) found.push({ key, value: canonical(distance) });
-      });
-      if (count >= slots) break;
-      const edge = found[limit - 1];
-      if (edge !== undefined && last !== undefined && canonical(last) > edge.value) break;
+        if (edge !== undefined && distance > edge) {
+          past = true;
+          break;
+        }
+        const key = this.keys[Number(matches.keys[i])];
+        if (key === undefined || !eligible(key)) continue;
+        found.push({ key, value: canonical(distance) });
+        if (found.length === limit) edge = distance;
+      }
+      if (past || count >= slots) {
+        found.sort((x, y) => x.value - y.value || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
+        return { keys: found.map((f) => f.key), values: found.map((f) => f.value) };
+      }
     }
-    found.sort((a, b) => a.value - b.value || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const edge = found[limit - 1]?.value;
-    const kept = edge === undefined ? found : found.filter((f) => f.value <= edge);
-    return { keys: kept.map((f) => f.key), values: kept.map((f) => f.value) };
   }
 
   /** Bytes the matrix takes. */
