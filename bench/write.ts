@@ -184,10 +184,12 @@ async function main(): Promise<void> {
       JSON.stringify({ table_name: table, field_name: 'id', value: String(id), projection: ['id'] }),
       json,
     );
-  const replaceScan = await timed(replace('via_arrow_0'));
-  const replaceIndexed = await timed(replace('keyed'));
+  // Reads first, on folded tables: the replaces leave rows outside the indexes, and upkeep folding them shares
+  // the machine with whatever is measured next.
   const exactScan = await timed(exact('via_arrow_0'));
   const exactIndexed = await timed(exact('keyed'));
+  const replaceScan = await timed(replace('via_arrow_0'));
+  const replaceIndexed = await timed(replace('keyed'));
 
   const results = {
     rows: ROWS,
