@@ -1,5 +1,7 @@
+import type { RecordBatch } from 'apache-arrow';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
 import { FreshBudget } from '../src/engine/fresh/budget.js';
 import { FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
@@ -86,7 +88,10 @@ describe('fresh rows beside the full-text index', () => {
     fresh.unsettled();
     expect(fresh.usable('text')).toBe(false);
     expect(fresh.usable('vector')).toBe(false);
+    // Usable again from a fold at or past the next commit's version.
+    fresh.committed(2, [], [6n], texts('seed'));
     fresh.folded(2);
+    expect(fresh.usable('text')).toBe(true);
     fail = true;
     fresh.committed(3, [], [7n], texts('plum'));
     await expect(found(fresh, 'plum')).rejects.toThrow('no tokens');
@@ -104,6 +109,81 @@ describe('fresh rows beside the full-text index', () => {
       expect(fresh.usable('text')).toBe(false);
       expect(fresh.size).toBe(0);
     }
+  });
+});
+
+describe('fresh rows found by review', () => {
+  test('under AND a term no held row holds any more matches nothing, and its id goes back', async () => {
+    const fresh = new FreshRows(indexes, true, split);
+    fresh.folded(0);
+    fresh.committed(1, [], [1n], texts('apple'));
+    fresh.committed(2, [1n], [], texts());
+    fresh.committed(3, [], [2n], texts('banana'));
+    const read = fresh.begin('text');
+    if (read === undefined) throw new Error('not usable');
+    expect((await fresh.searchText(read, 'body', ['apple', 'banana'], 'AND', stats, 10)).keys).toEqual([]);
+    expect((await fresh.searchText(read, 'body', ['apple', 'banana'], 'OR', stats, 10)).keys).toEqual([2n]);
+    fresh.end(read);
+  });
+
+  test('a fold that began before a write that may have landed unseen does not make the rows usable again', () => {
+    const fresh = new FreshRows(indexes, true, split);
+    fresh.folded(1);
+    fresh.committed(2, [], [1n], texts('x'));
+    fresh.unsettled(); // the write after 2 failed; it may have landed as 3
+    fresh.folded(2);
+    expect(fresh.usable('text')).toBe(false);
+    fresh.committed(4, [], [2n], texts('y'));
+    fresh.folded(3);
+    expect(fresh.usable('text')).toBe(false);
+    fresh.folded(4);
+    expect(fresh.usable('text')).toBe(true);
+  });
+
+  test('disposed while a commit is tokenized, nothing is counted in and the budget returns to 0', async () => {
+    const budget = new FreshBudget(1_000_000);
+    let release = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const fresh = new FreshRows(
+      indexes,
+      true,
+      async (t) => {
+        await gate;
+        return split(t);
+      },
+      budget,
+    );
+    fresh.folded(1);
+    fresh.committed(2, [], [1n], texts('slow'));
+    fresh.dispose();
+    release();
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(fresh.size).toBe(0);
+    expect(budget.bytes).toBe(0);
+  });
+});
+
+describe('the batches the rows came in', () => {
+  test('stay charged while any of their rows is held, and the budget returns to 0 once none is', async () => {
+    const budget = new FreshBudget(1_000_000);
+    const fresh = new FreshRows(indexes, true, split, budget);
+    fresh.folded(0);
+    const batch = arrow.tableFromArrays({ body: ['a b', 'c d'] }).batches[0] as RecordBatch;
+    fresh.committed(1, [], [1n, 2n], { ...texts('a b', 'c d'), rows: [batch] });
+    expect(await found(fresh, 'c')).toEqual([2n]);
+    expect(fresh.rowsOf([2n]).map((b) => b.numRows)).toEqual([1]);
+    const held = budget.bytes;
+    fresh.committed(2, [1n], [], texts());
+    await found(fresh, 'x');
+    // One row left: its batch is still held, and still charged.
+    expect(budget.bytes).toBeGreaterThanOrEqual(batch.data.byteLength);
+    expect(budget.bytes).toBeLessThan(held);
+    fresh.committed(3, [2n], [], texts());
+    await found(fresh, 'x');
+    expect(budget.bytes).toBe(0);
+    expect(fresh.bytes).toBe(0);
   });
 });
 

@@ -3,12 +3,14 @@ import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
 
 /**
  * One full-text column of the fresh rows: each row's tokens as term ids, and the rows holding each term. Ids
- * rather than strings: 105k rows of ~20 tokens took 209 MB of heap as token strings with a set of terms per row.
+ * rather than strings: 105k rows of ~20 tokens took 209 MB of heap as token strings with a set of terms per row,
+ * 70 MB as ids. A term's id goes back for reuse once no row holds it, so the dictionary holds only live terms.
  */
 export class FreshPostings {
-  /** Each term's id, for as long as the column is held (ids are not reused). */
   private readonly ids = new Map<string, number>();
+  /** Each id's term; empty where the id is free. */
   private readonly terms: string[] = [];
+  private readonly free: number[] = [];
   private readonly docs = new Map<bigint, Int32Array>();
   private readonly postings = new Map<number, Set<bigint>>();
 
@@ -18,9 +20,9 @@ export class FreshPostings {
     tokens.forEach((token, i) => {
       let id = this.ids.get(token);
       if (id === undefined) {
-        id = this.terms.length;
+        id = this.free.pop() ?? this.terms.length;
         this.ids.set(token, id);
-        this.terms.push(token);
+        this.terms[id] = token;
       }
       doc[i] = id;
     });
@@ -42,8 +44,17 @@ export class FreshPostings {
     for (const id of new Set(doc)) {
       const keys = this.postings.get(id);
       keys?.delete(key);
-      if (keys?.size === 0) this.postings.delete(id);
+      if (keys?.size !== 0) continue;
+      this.postings.delete(id);
+      this.ids.delete(this.terms[id] as string);
+      this.terms[id] = '';
+      this.free.push(id);
     }
+  }
+
+  /** Terms held (for tests). */
+  get vocabulary(): number {
+    return this.ids.size;
   }
 
   /**
@@ -59,19 +70,16 @@ export class FreshPostings {
   ): { keys: bigint[]; values: number[] } {
     // A query token no row here holds matches nothing here, and under AND no row at all.
     const known = query.map((token) => this.ids.get(token) ?? -1);
-    const distinct = [...new Set(known)];
-    if (operator === 'AND' && distinct.includes(-1)) return { keys: [], values: [] };
-    const lists = distinct.flatMap((id) => {
-      const keys = this.postings.get(id);
-      return keys === undefined ? [] : [keys];
-    });
-    const candidates = operator === 'AND' ? smallest(lists) : new Set(lists.flatMap((keys) => [...keys]));
+    const lists = [...new Set(known)].map((id) => this.postings.get(id));
+    if (operator === 'AND' && lists.some((keys) => keys === undefined)) return { keys: [], values: [] };
+    const held = lists.filter((keys): keys is Set<bigint> => keys !== undefined);
+    const candidates = operator === 'AND' ? smallest(held) : new Set(held.flatMap((keys) => [...keys]));
     const score = bm25Scorer(known, stats, (id) => (id < 0 ? '' : (this.terms[id] as string)));
     const scored: { key: bigint; value: number }[] = [];
     for (const key of candidates) {
       const doc = this.docs.get(key);
       if (doc === undefined || !eligible(key)) continue;
-      if (operator === 'AND' && !lists.every((keys) => keys.has(key))) continue;
+      if (operator === 'AND' && !held.every((keys) => keys.has(key))) continue;
       scored.push({ key, value: score(doc) });
     }
     scored.sort((a, b) => b.value - a.value || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));

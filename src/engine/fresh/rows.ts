@@ -32,6 +32,8 @@ interface Commit {
   write: FreshWrite;
   /** Each added row's estimated bytes, charged to the budget when committed. */
   bytes: number[];
+  /** The bytes of the batches the rows came in, charged with them and kept while any of their rows is held. */
+  batchBytes: number;
 }
 
 /** What a search read of the fresh rows: the fold its index read covers, taken before that read began. */
@@ -67,6 +69,8 @@ export class FreshRows implements BudgetedTier {
   /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
   private readonly foldedAt = new Map<FreshKind, number>();
   private readonly kinds: readonly FreshKind[];
+  /** The batches held rows came in, with how many of their rows are held and the bytes charged for them. */
+  private batches = new Map<RecordBatch, { rows: number; bytes: number }>();
   /** Rows by key, with the version that wrote them, their estimated bytes, and where in its batch each is. */
   private rows = new Map<bigint, { version: number; bytes: number; batch: RecordBatch | undefined; at: number }>();
   private texts = new Map<string, FreshPostings>();
@@ -127,16 +131,16 @@ export class FreshRows implements BudgetedTier {
   committed(version: number, removed: readonly bigint[], added: readonly bigint[], write: FreshWrite): void {
     if (!this.tracking) return;
     this.lastVersion = Math.max(this.lastVersion, version);
+    // The write that may have landed unseen came before this one (a table's writes commit one at a time here).
+    if (this.floor === Number.POSITIVE_INFINITY) this.floor = version;
     if (this.dropped) {
       this.floor = this.lastVersion;
       return;
     }
-    const perRow = write.rows.flatMap((batch) =>
-      Array.from({ length: batch.numRows }, () => batch.data.byteLength / Math.max(1, batch.numRows)),
-    );
-    const bytes = added.map((_, i) => this.estimate(write, i, perRow[i] ?? 0));
-    this.queue.push({ version, removed, added, write, bytes });
-    this.charge(bytes.reduce((n, b) => n + b, 0));
+    const bytes = added.map((_, i) => this.estimate(write, i));
+    const batchBytes = write.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
+    this.queue.push({ version, removed, added, write, bytes, batchBytes });
+    this.charge(bytes.reduce((n, b) => n + b, 0) + batchBytes);
     // Counted in at once rather than by the next search, so that the commit's batches are let go of.
     if (!this.dropped) this.drain().catch(() => undefined);
   }
@@ -148,6 +152,8 @@ export class FreshRows implements BudgetedTier {
   unsettled(): void {
     this.foldedAt.clear();
     this.sweptBelow = Number.NEGATIVE_INFINITY;
+    // A fold counts only from the next commit's version on: one that began before the lost write may not cover it.
+    this.floor = Number.POSITIVE_INFINITY;
   }
 
   /**
@@ -238,6 +244,8 @@ export class FreshRows implements BudgetedTier {
 
   /** The table closed: its rows leave the budget. */
   dispose(): void {
+    // A drain waiting on tokens must not count its commit into the rows let go of.
+    this.epoch++;
     this.clear();
     this.budget?.leave(this);
   }
@@ -258,15 +266,16 @@ export class FreshRows implements BudgetedTier {
   private clear(): void {
     this.sweptBelow = Number.NEGATIVE_INFINITY;
     this.rows = new Map();
+    this.batches = new Map();
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
     this.vectors = new Map(this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric)] as const));
     this.queue = [];
     this.charge(-this.bytes);
   }
 
-  /** A written row's estimated bytes here: its share of the batch it came in, its tokens, its vectors' copies. */
-  private estimate(write: FreshWrite, row: number, batchBytes: number): number {
-    let bytes = ROW_BYTES + batchBytes;
+  /** A written row's estimated bytes here beside its batch's: its tokens and its vectors' copies. */
+  private estimate(write: FreshWrite, row: number): number {
+    let bytes = ROW_BYTES;
     for (const texts of write.texts.values()) bytes += (texts[row]?.length ?? 0) * TEXT_BYTES_PER_CHAR;
     for (const vectors of write.vectors.values()) bytes += vectors[row]?.byteLength ?? 0;
     return bytes;
@@ -293,7 +302,7 @@ export class FreshRows implements BudgetedTier {
         this.queue.shift();
         for (const key of commit.removed) this.remove(key);
         if (docs !== undefined) this.add(commit, docs);
-        else this.charge(-commit.bytes.reduce((n, b) => n + b, 0));
+        else this.charge(-commit.bytes.reduce((n, b) => n + b, commit.batchBytes));
       }
       this.sweep();
     });
@@ -315,7 +324,7 @@ export class FreshRows implements BudgetedTier {
     while (this.queue.length > 0 && (this.queue[0] as Commit).version <= below) {
       const commit = this.queue.shift() as Commit;
       for (const key of commit.removed) this.remove(key);
-      this.charge(-commit.bytes.reduce((n, b) => n + b, 0));
+      this.charge(-commit.bytes.reduce((n, b) => n + b, commit.batchBytes));
     }
     if (below <= this.sweptBelow) return;
     for (const [key, row] of this.rows) if (row.version <= below) this.remove(key);
@@ -338,6 +347,13 @@ export class FreshRows implements BudgetedTier {
     const places = commit.write.rows.flatMap((batch) =>
       Array.from({ length: batch.numRows }, (_, at) => ({ batch, at })),
     );
+    // The batches' bytes, charged with the commit, stay charged while any of their rows is held here.
+    let unheld = commit.batchBytes;
+    for (const batch of commit.write.rows) {
+      this.batches.set(batch, { rows: batch.numRows, bytes: batch.data.byteLength });
+      unheld -= batch.data.byteLength;
+    }
+    if (unheld !== 0) this.charge(-unheld);
     commit.added.forEach((key, i) => {
       // A replaced row's earlier version leaves first.
       this.remove(key);
@@ -360,5 +376,10 @@ export class FreshRows implements BudgetedTier {
     for (const postings of this.texts.values()) postings.remove(key);
     for (const vectors of this.vectors.values()) vectors.remove(key);
     this.charge(-row.bytes);
+    const batch = row.batch === undefined ? undefined : this.batches.get(row.batch);
+    if (batch !== undefined && --batch.rows === 0) {
+      this.batches.delete(row.batch as RecordBatch);
+      this.charge(-batch.bytes);
+    }
   }
 }

@@ -164,7 +164,10 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
  */
 async function filtered(table: TableHandle, plan: HybridPlan, req: HybridRequest): Promise<RowsResult> {
   const version = await table.rows.version();
-  const matched = await readingPredicate(() => table.rows.rowsWhere(plan.filter as string, [ROW_KEY]), 'filter');
+  const matched = await readingPredicate(
+    () => table.rows.rowsWhere(plan.filter as string, [ROW_KEY], { userDriven: true }),
+    'filter',
+  );
   const page = inRowOrder(matched).slice(plan.offset, plan.offset + req.k);
   const unscored = page.map((key) => ({ key, score: 0, bm25: null, distance: null, textRank: null, vectorRank: null }));
   const explain = req.explain === true ? NO_EXPLAIN : undefined;

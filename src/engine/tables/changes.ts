@@ -17,6 +17,9 @@ function keptRows(before: VersionInfo | undefined, after: VersionInfo | undefine
   return after.rows === before.rows && after.storedRows <= before.storedRows;
 }
 
+/** How long `explained` waits for the writes under way to say their versions. */
+const EXPLAIN_WAIT_MS = 2_000;
+
 /** Versions remembered per table; older ones are forgotten and read as unknown (a full reload). */
 const REMEMBERED = 4096;
 
@@ -112,7 +115,16 @@ export class TableChanges {
   async explained(from: number, to: number, versions: () => Promise<readonly VersionInfo[]>): Promise<Difference> {
     const known = this.between(from, to);
     if (known !== 'rewrite' || to < from || to - from > REMEMBERED) return known;
-    await Promise.all(this.writing.values());
+    // A write stuck on its bucket must not hold up the reads that ask: past a while, the gap stays unknown.
+    let timer: NodeJS.Timeout | undefined;
+    const waited = await Promise.race([
+      Promise.all(this.writing.values()).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), EXPLAIN_WAIT_MS);
+      }),
+    ]);
+    clearTimeout(timer);
+    if (!waited) return known;
     let stats: Map<number, VersionInfo> | undefined;
     let difference: Difference = 'none';
     for (let v = from + 1; v <= to; v++) {

@@ -3,6 +3,8 @@
 // deleted since it was built and leave out rows written since (docs/api.md, Freshness).
 
 const K1 = 1.2;
+/** Distinct query terms up to which a row's frequencies are counted term by term rather than in one pass. */
+const COUNT_EACH_TERM = 8;
 const B = 0.75;
 
 /** What BM25 needs of a column's live rows: those with at least one token, their tokens, and each term's rows. */
@@ -40,13 +42,25 @@ export function bm25Scorer<T>(
     const n = stats.docsWith(termOf(term));
     idf.set(term, Math.log(1 + (stats.docs - n + 0.5) / (n + 0.5)));
   }
+  // Past a few distinct terms, counting the row's tokens once beats counting each term's (a long query would
+  // otherwise cost its length times the row's, for every candidate).
+  const counted = idf.size > COUNT_EACH_TERM;
   return (row) => {
     if (row.length === 0 || stats.docs === 0) return 0;
     const norm = K1 * (1 - B + (B * row.length * stats.docs) / stats.tokens);
+    let frequency: Map<T, number> | undefined;
+    if (counted) {
+      frequency = new Map();
+      for (let i = 0; i < row.length; i++) {
+        const token = row[i] as T;
+        if (idf.has(token)) frequency.set(token, (frequency.get(token) ?? 0) + 1);
+      }
+    }
     let score = 0;
     for (const term of query) {
       let tf = 0;
-      for (let i = 0; i < row.length; i++) if (row[i] === term) tf++;
+      if (frequency !== undefined) tf = frequency.get(term) ?? 0;
+      else for (let i = 0; i < row.length; i++) if (row[i] === term) tf++;
       if (tf === 0) continue;
       score += (idf.get(term) as number) * ((tf * (K1 + 1)) / (tf + norm));
     }
