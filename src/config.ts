@@ -191,8 +191,11 @@ const ADMIN_KEY_MIN = 32;
 function adminKey(env: Env): string | undefined {
   const raw = text(env, 'STRATA_ADMIN_KEY');
   if (raw === undefined) return undefined;
-  if (raw.length < ADMIN_KEY_MIN || /\s/.test(raw)) {
-    throw new ConfigError(`STRATA_ADMIN_KEY must be at least ${ADMIN_KEY_MIN} characters without spaces`);
+  // Printable ASCII only: a header carries nothing else as the same bytes, so another key could never match.
+  if (raw.length < ADMIN_KEY_MIN || !/^[\x21-\x7e]+$/.test(raw)) {
+    throw new ConfigError(
+      `STRATA_ADMIN_KEY must be at least ${ADMIN_KEY_MIN} printable ASCII characters without spaces`,
+    );
   }
   return createHash('sha256').update(raw).digest('hex');
 }

@@ -53,6 +53,7 @@ describe('who may call the admin routes', () => {
 
   test('an admin key shorter than 32 characters is refused at start', () => {
     expect(() => loadConfig({ STRATA_ADMIN_KEY: 'short' })).toThrow(/STRATA_ADMIN_KEY must be at least 32/);
+    expect(() => loadConfig({ STRATA_ADMIN_KEY: `ключ_${'k'.repeat(40)}` })).toThrow(/printable ASCII/);
   });
 
   test('a body that is not {paused: boolean} is 400 naming the field', async () => {

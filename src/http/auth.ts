@@ -24,7 +24,7 @@ const ADMIN_PREFIX = '/v1/admin/';
 
 /** Whether `authorization` carries the admin key whose SHA-256 is `hash`; compared in constant time. */
 function provesAdmin(authorization: string | undefined, hash: string): boolean {
-  const match = /^Bearer (\S+)$/.exec(authorization ?? '');
+  const match = /^Bearer (\S+)$/i.exec(authorization ?? '');
   if (match === null) return false;
   const presented = createHash('sha256')
     .update(match[1] as string)
