@@ -6,7 +6,7 @@
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
  * in-process baseline while the server is idle. Then one-row replaces by `id = X` and `exact_match` on `id`, on a
  * table without and one with a scalar index on `id` (`indexes.scalar`). Sizes: BENCH_ROWS (default 200000),
- * BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3).
+ * BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3), BENCH_JSON_ROWS (200000: the JSON appends send at most so many).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,6 +36,8 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 10_000);
 const UPDATES = Number(process.env.BENCH_UPDATES ?? 200);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DIM = 384;
+/** Rows the JSON appends send, at most (BENCH_JSON_ROWS). */
+const JSON_ROWS = Number(process.env.BENCH_JSON_ROWS ?? 200_000);
 
 function words(rand: () => number, n: number): string {
   const vocab = [
@@ -102,7 +104,10 @@ async function main(): Promise<void> {
   console.log(`generating ${ROWS} rows × (i64, ~20-word utf8, ${DIM}-d f32 vector) in ${BATCH}-row batches…`);
   const batches = makeBatches();
   const ipcBodies = batches.map((b) => arrow.tableToIPC(new arrow.Table([b]), 'stream'));
-  const jsonBodies = batches.map((b) => JSON.stringify({ data: rowsToJson([b]) }));
+  // JSON bodies of 384-d rows are ~20 times their Arrow size: past 200k rows they would not fit in this process.
+  const jsonBatches = batches.slice(0, Math.ceil(Math.min(ROWS, JSON_ROWS) / BATCH));
+  const jsonRows = jsonBatches.reduce((n, b) => n + b.numRows, 0);
+  const jsonBodies = jsonBatches.map((b) => JSON.stringify({ data: rowsToJson([b]) }));
 
   const time = seconds;
   const appendAll = async (table: string, bodies: readonly (Uint8Array | string)[], type: string, lanes: number) => {
@@ -198,11 +203,12 @@ async function main(): Promise<void> {
     dim: DIM,
     http_arrow_rows_per_s: Math.round(ROWS / arrowSeconds),
     http_arrow_2_in_flight_rows_per_s: Math.round(ROWS / pipelinedSeconds),
-    http_json_rows_per_s: Math.round(ROWS / jsonSeconds),
+    http_json_rows_per_s: Math.round(jsonRows / jsonSeconds),
+    json_rows: jsonRows,
     in_process_add_rows_per_s: Math.round(ROWS / nativeSeconds),
     ratio_http_arrow_vs_in_process: Number((nativeSeconds / arrowSeconds).toFixed(3)),
     ratio_http_arrow_2_in_flight_vs_in_process: Number((nativeSeconds / pipelinedSeconds).toFixed(3)),
-    ratio_http_json_vs_in_process: Number((nativeSeconds / jsonSeconds).toFixed(3)),
+    ratio_http_json_vs_in_process: Number((nativeSeconds / ROWS / (jsonSeconds / jsonRows)).toFixed(3)),
     update_one_row_ms: replaceScan,
     update_one_row_by_indexed_id_ms: replaceIndexed,
     exact_match_ms: exactScan,
