@@ -121,6 +121,27 @@ export async function activeDatabase(server: Server, name: string): Promise<void
   }
 }
 
+/**
+ * An append, sent again while the service refuses it as `index_behind` (past STRATA_MAX_UNINDEXED_ROWS nothing is
+ * written until upkeep folded the tail), as the client does.
+ */
+export async function appendWaiting(
+  server: Server,
+  path: string,
+  body: Uint8Array | string,
+  headers: Record<string, string>,
+): Promise<void> {
+  for (;;) {
+    try {
+      await server.post(path, body, headers);
+      return;
+    } catch (err) {
+      if (!String(err).includes('index_behind')) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 2000));
+    }
+  }
+}
+
 export const percentile = (sorted: readonly number[], p: number): number =>
   sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? 0;
 

@@ -21,6 +21,7 @@ import { DIM, exactTopK, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
   activeDatabase,
+  appendWaiting,
   batchOf,
   percentile,
   removeDataDir,
@@ -77,17 +78,7 @@ async function appendCorpus(
 ): Promise<void> {
   for (let start = from; start < to; start += batch) {
     const body = batchBody(texts, vectors, start, Math.min(to, start + batch));
-    // Past STRATA_MAX_UNINDEXED_ROWS the service refuses appends (429 index_behind, nothing written) until upkeep
-    // folded the tail: wait and send again, as the client does.
-    for (;;) {
-      try {
-        await server.post('/v1/append/bench?table=docs', body, { 'content-type': ARROW, accept: ARROW });
-        break;
-      } catch (err) {
-        if (!String(err).includes('index_behind')) throw err;
-        await new Promise((resolve) => setTimeout(resolve, 2000));
-      }
-    }
+    await appendWaiting(server, '/v1/append/bench?table=docs', body, { 'content-type': ARROW, accept: ARROW });
   }
 }
 

@@ -18,6 +18,7 @@ import { rowsToJson } from '../src/arrow/to-json.js';
 import {
   ARROW,
   activeDatabase,
+  appendWaiting,
   batchOf,
   JSON_BODY,
   median,
@@ -154,7 +155,7 @@ async function main(): Promise<void> {
     json,
   );
   for (const body of ipcBodies) {
-    await post('/v1/append/bench?table=keyed', body, { 'content-type': ARROW, accept: ARROW });
+    await appendWaiting(server, '/v1/append/bench?table=keyed', body, { 'content-type': ARROW, accept: ARROW });
   }
   await post('/v1/exact_match/bench', JSON.stringify({ table_name: 'keyed', field_name: 'id', value: '1' }), json);
   await untilIndexed(dataDir, 'bench');
