@@ -6,6 +6,7 @@ import {
   type Client,
   eventually,
   metricsOf,
+  onTableHandle,
   startStrata,
   type TestServer,
   upkeepPass,
@@ -263,23 +264,13 @@ function reference(live: ReadonlyMap<number, string | null>, query: string, and:
 }
 
 /** Runs `check` on the open table `docs` of acme's database `database`, on the server's own worker. */
-async function onHandle(
+/** The table's handle on the worker, as a test looks inside it; `docs` unless said. */
+const onHandle = (
   server: TestServer,
   database: string,
   check: (handle: TableHandle) => Promise<void>,
   table = 'docs',
-) {
-  const account = await server.app.ctx.store.ensureAccount('acme');
-  const found = await server.app.ctx.store.findDatabase(account.id, database);
-  const record = await server.app.ctx.store.findTable(found?.id ?? '', table);
-  const lease = server.app.ctx.workers.leaseIfPlaced(found?.id ?? '');
-  if (lease === undefined || record === undefined) throw new Error('no worker');
-  try {
-    await check(await lease.worker.tables.handleOf(record));
-  } finally {
-    lease.release();
-  }
-}
+) => onTableHandle(server, database, table, check);
 
 describe('BM25 over the live rows', () => {
   test('the same scores and ranking whatever was folded, deleted or replaced since', async () => {

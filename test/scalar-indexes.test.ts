@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import type { TableHandle } from '../src/engine/tables/tables.js';
-import { activeLocalDatabase, type Client, startStrata, type TestServer, upkeepPass } from './support/server.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  onTableHandle,
+  startStrata,
+  type TestServer,
+  upkeepPass,
+} from './support/server.js';
 import { tablesOf } from './support/tables.js';
 
 /**
@@ -28,18 +35,8 @@ const SCHEMA = [
   { name: 'emb', type: 'vector', dim: 2 },
 ];
 
-async function onHandle(table: string, check: (handle: TableHandle) => Promise<void>) {
-  const account = await server.app.ctx.store.ensureAccount('acme');
-  const found = await server.app.ctx.store.findDatabase(account.id, 'sc');
-  const record = await server.app.ctx.store.findTable(found?.id ?? '', table);
-  const lease = server.app.ctx.workers.leaseIfPlaced(found?.id ?? '');
-  if (lease === undefined || record === undefined) throw new Error('no worker');
-  try {
-    await check(await lease.worker.tables.handleOf(record));
-  } finally {
-    lease.release();
-  }
-}
+const onHandle = (table: string, check: (handle: TableHandle) => Promise<void>) =>
+  onTableHandle(server, 'sc', table, check);
 
 describe('declaring scalar indexes', () => {
   test('a kind is chosen by type when not given, shown beside the column and in the canonical form', async () => {

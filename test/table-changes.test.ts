@@ -61,14 +61,14 @@ describe('upkeep records only versions that kept the rows', () => {
   });
 });
 
-describe("upkeep's versions amid this worker's own writes", () => {
-  /** A table whose versions are told by hand: each kept the rows unless listed in `changed`. */
-  const versionsOf = (last: number, changed: readonly number[]) =>
-    Array.from({ length: last + 1 }, (_, v) => {
-      const grown = changed.filter((c) => c <= v).length;
-      return { version: v, timestamp: new Date(0), rows: 10 + grown, storedRows: 10 + grown, deletedRows: 0 };
-    });
+/** Versions told by hand, with the row counts their manifests would keep: each kept the rows but those in `changed`. */
+const countedVersions = (last: number, changed: readonly number[]) =>
+  Array.from({ length: last + 1 }, (_, v) => {
+    const grown = changed.filter((c) => c <= v).length;
+    return { version: v, timestamp: new Date(0), rows: 10 + grown, storedRows: 10 + grown, deletedRows: 0 };
+  });
 
+describe("upkeep's versions amid this worker's own writes", () => {
   test('a write that committed amid upkeep keeps its kind; the versions no write claims are upkeep’s', async () => {
     const changes = new TableChanges();
     let version = 1;
@@ -78,7 +78,7 @@ describe("upkeep's versions amid this worker's own writes", () => {
       async () => {
         version = 4; // upkeep's 2 and 4, and the write's 3, an append
       },
-      async () => versionsOf(4, [3]),
+      async () => countedVersions(4, [3]),
     );
     // The write has not said its version yet: nothing is recorded until it does.
     expect(changes.between(1, 2)).toBe('rewrite');
@@ -96,7 +96,7 @@ describe("upkeep's versions amid this worker's own writes", () => {
       async () => {
         version = 3;
       },
-      async () => versionsOf(3, []),
+      async () => countedVersions(3, []),
     );
     write();
     expect(changes.between(1, 3)).toBe('rewrite');
@@ -106,24 +106,18 @@ describe("upkeep's versions amid this worker's own writes", () => {
       async () => {
         version = 4;
       },
-      async () => versionsOf(4, []),
+      async () => countedVersions(4, []),
     );
     expect(changes.between(3, 4)).toBe('none');
   });
 });
 
 describe('versions explained by a sole writer', () => {
-  const versionsOf = (last: number, changed: readonly number[]) =>
-    Array.from({ length: last + 1 }, (_, v) => {
-      const grown = changed.filter((c) => c <= v).length;
-      return { version: v, timestamp: new Date(0), rows: 10 + grown, storedRows: 10 + grown, deletedRows: 0 };
-    });
-
   test('upkeep’s versions not recorded yet count as no change once the writes under way said theirs', async () => {
     const changes = new TableChanges();
     const write = changes.beginWrite();
     // Versions 2 (upkeep's, its step not ended yet) and 3 (the write's append, not said yet).
-    const explained = changes.explained(1, 3, async () => versionsOf(3, [3]));
+    const explained = changes.explained(1, 3, async () => countedVersions(3, [3]));
     let answered = false;
     void explained.then(() => {
       answered = true;
@@ -132,9 +126,9 @@ describe('versions explained by a sole writer', () => {
     expect(answered).toBe(false);
     write({ version: 3, kind: 'append' });
     expect(await explained).toBe('append');
-    expect(await changes.explained(1, 2, async () => versionsOf(3, [3]))).toBe('none');
+    expect(await changes.explained(1, 2, async () => countedVersions(3, [3]))).toBe('none');
     // A version whose counts changed is never taken for upkeep's.
-    expect(await changes.explained(1, 3, async () => versionsOf(3, [2, 3]))).toBe('rewrite');
+    expect(await changes.explained(1, 3, async () => countedVersions(3, [2, 3]))).toBe('rewrite');
     // The plain record still says nothing of version 2.
     expect(changes.between(1, 2)).toBe('rewrite');
   });

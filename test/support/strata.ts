@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import { type Env, loadConfig } from '../../src/config.js';
 import { issueKey } from '../../src/control/keys.js';
 import { openControlStore } from '../../src/control/open.js';
+import type { TableHandle } from '../../src/engine/tables/tables.js';
 import { buildService } from '../../src/node.js';
 import { logSink, rememberSecret } from './logs.js';
 
@@ -109,6 +110,25 @@ export async function startStrata(env: Env = {}): Promise<TestServer> {
 export const metricsOf = async (server: TestServer): Promise<string> => (await fetch(`${server.url}/metrics`)).text();
 
 /** Runs one upkeep pass over acme's database `name` by hand; resolves with the server's metrics after it. */
+/** Runs `check` on the open handle of acme's table `table` in database `database`, as its worker holds it. */
+export async function onTableHandle(
+  server: TestServer,
+  database: string,
+  table: string,
+  check: (handle: TableHandle) => Promise<void>,
+): Promise<void> {
+  const account = await server.app.ctx.store.ensureAccount('acme');
+  const found = await server.app.ctx.store.findDatabase(account.id, database);
+  const record = await server.app.ctx.store.findTable(found?.id ?? '', table);
+  const lease = server.app.ctx.workers.leaseIfPlaced(found?.id ?? '');
+  if (lease === undefined || record === undefined) throw new Error('no worker');
+  try {
+    await check(await lease.worker.tables.handleOf(record));
+  } finally {
+    lease.release();
+  }
+}
+
 export async function upkeepPass(server: TestServer, name: string): Promise<string> {
   const account = await server.app.ctx.store.ensureAccount('acme');
   const database = await server.app.ctx.store.findDatabase(account.id, name);

@@ -52,11 +52,6 @@ export class FreshPostings {
     }
   }
 
-  /** Terms held (for tests). */
-  get vocabulary(): number {
-    return this.ids.size;
-  }
-
   /**
    * The held rows `eligible` admits that match a query's tokens (any of them, or all under AND), each with its
    * BM25 score under `stats`; the best `limit`, and every row tied with the last (ties by key).

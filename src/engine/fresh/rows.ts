@@ -9,7 +9,7 @@ import { FreshVectors } from './vectors.js';
 
 /** The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows. */
 export type FreshKind = 'text' | 'vector';
-const KINDS: readonly FreshKind[] = ['text', 'vector'];
+export const FRESH_KINDS: readonly FreshKind[] = ['text', 'vector'];
 
 /** Each vector column's vectors of a commit's rows, in row order (null where a row has none). */
 export type ColumnVectors = ReadonlyMap<string, readonly (Float32Array | null)[]>;
@@ -52,7 +52,10 @@ export class FreshGone extends Error {
 
 /** Estimated bytes of a held row, beyond its texts and vectors (map entries, postings, keys). */
 const ROW_BYTES = 128;
-/** Estimated bytes per character of a held text: its term ids and the postings they sit in (70 MB of heap for 105k rows of bench:search's ~150-character texts). */
+/**
+ * Estimated bytes per character of a held text: its term ids and the postings they sit in (70 MB of heap for 105k
+ * rows of bench:search's ~150-character texts).
+ */
 const TEXT_BYTES_PER_CHAR = 8;
 
 /**
@@ -63,7 +66,8 @@ const TEXT_BYTES_PER_CHAR = 8;
  * search reads the indexes alone (`fastSearch`) and this. A row a fold covered after all is in both, and is read
  * once. Each kind of index (full-text, vector) has its own boundary: until this node's first fold (or a read of
  * the indexes' statistics that found them covering every row), and after a write whose commit it could not
- * follow, a kind is not usable, and searches through it read Lance's own way.
+ * follow (until a fold from the next commit's version on), a kind is not usable, and searches through it read
+ * Lance's own way.
  */
 export class FreshRows implements BudgetedTier {
   /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
@@ -100,7 +104,7 @@ export class FreshRows implements BudgetedTier {
     private readonly tokens: (texts: readonly (string | null)[], column: string) => Promise<string[][]>,
     private readonly budget?: FreshBudget,
   ) {
-    this.kinds = KINDS.filter((kind) => (kind === 'text' ? indexes.fts : indexes.vector).length > 0);
+    this.kinds = FRESH_KINDS.filter((kind) => (kind === 'text' ? indexes.fts : indexes.vector).length > 0);
     // A budget of nothing (`STRATA_FRESH_TIER_MB=0`) turns the tier off.
     this.tracking = soleWriter && this.kinds.length > 0 && (budget === undefined || budget.limitBytes > 0);
     this.clear();
@@ -160,7 +164,7 @@ export class FreshRows implements BudgetedTier {
    * Every row committed up to `version` is in the indexes of `kinds`: upkeep folded them, or a read of the
    * indexes' statistics at that version found none outside them.
    */
-  folded(version: number, kinds: readonly FreshKind[] = KINDS): void {
+  folded(version: number, kinds: readonly FreshKind[] = FRESH_KINDS): void {
     if (!this.tracking || (this.floor !== undefined && version < this.floor)) return;
     this.dropped = false;
     for (const kind of kinds) {

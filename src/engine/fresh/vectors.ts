@@ -90,11 +90,6 @@ export class FreshVectors {
     }
   }
 
-  /** Bytes the matrix takes. */
-  get bytes(): number {
-    return this.data.byteLength;
-  }
-
   private grow(slots: number): void {
     const data = new Float32Array(slots * this.dim);
     data.set(this.data.subarray(0, this.keys.length * this.dim));

@@ -1,4 +1,4 @@
-import type { FreshKind } from '../fresh/rows.js';
+import { FRESH_KINDS, type FreshKind } from '../fresh/rows.js';
 import type { IndexSpec } from '../indexes/kind.js';
 import { behindOf, declaredIndexes, storedIndexOf, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource } from '../rows/source.js';
@@ -13,7 +13,6 @@ const FRESH_KIND: Readonly<Record<IndexSpec['type'], FreshKind | undefined>> = {
   ann: 'vector',
   scalar: undefined,
 };
-const KINDS: readonly FreshKind[] = ['text', 'vector'];
 
 /** What searches of one table version read outside its indexes. */
 export interface Unindexed {
@@ -159,7 +158,7 @@ export class UnindexedRows {
       behind = Math.max(behind, unindexed);
     }
     const deletedRows = (await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN;
-    const covered = KINDS.filter((kind) => !uncovered.has(kind));
+    const covered = FRESH_KINDS.filter((kind) => !uncovered.has(kind));
     return { version, rows, indexed, behind, deletedRows, covered };
   }
 }
