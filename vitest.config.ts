@@ -52,6 +52,7 @@ const SLOW = [
   'nodes-races-bootstrap',
   'nodes-races-drop',
   'nodes-sql-fresh',
+  'nodes-upsert',
   'predicates',
   'readme',
   'recovery-history',

@@ -31,6 +31,7 @@ export const ERROR_CODES = {
   idempotency_unresolvable:
     'Whether the first write with this Idempotency-Key committed can no longer be told (its table versions were pruned).',
   row_count_mismatch: 'An update’s replacement rows do not number the rows its predicate matched.',
+  duplicate_key: 'A write would give a primary key value a second row (the table holds it, or the rows hold it twice).',
   limit_exceeded: 'A tenant limit: a count (409) or a rate or concurrency (429, Retry-After).',
   body_too_large: 'The body is larger than STRATA_MAX_BODY_BYTES.',
   uri_too_long: 'A segment of the request path is too long.',

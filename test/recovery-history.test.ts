@@ -12,7 +12,7 @@ import { type Row, tablesOf } from './support/tables.js';
  * same rows. Whether it committed is read from the table's history, not its rows now: one that committed is
  * answered as it would have been and never applied again (a row another client deleted stays deleted, another
  * client's later update stays); one that did not commit is applied once.
- * Slow: about 16 s, a `strata serve` process killed around a commit and started again in every case.
+ * Slow: about 22 s, a `strata serve` process killed around a commit and started again in every case.
  */
 
 const KEY = `sk_${'h'.repeat(43)}`;
@@ -70,13 +70,14 @@ async function rows(table: string): Promise<Row[]> {
   return stored.json.data;
 }
 
-async function createTable(name: string, data: Row[]): Promise<void> {
+async function createTable(name: string, data: Row[], keyed = false): Promise<void> {
   const created = await tablesOf(api, 'db').create({
     table_name: name,
     schema: [
       { name: 'id', type: 'i64', nullable: false },
       { name: 'v', type: 'i64', nullable: false },
     ],
+    ...(keyed ? { primary_key: 'id' } : {}),
   });
   expect(created.status).toBe(200);
   expect((await api.request('POST', `/v1/append/db?table=${name}`, { data }, JSON_REPLY)).status).toBe(200);
@@ -181,6 +182,71 @@ test('writes that did not commit, retried after other clients committed, are app
   expect(await rows('n')).toEqual([
     { id: 1, v: 10 },
     { id: 2, v: 20 },
+    { id: 3, v: 3 },
+    { id: 4, v: 4 },
+  ]);
+}, 120_000);
+
+test("upserts that committed, then another client's upsert of the same keys, are replayed and the other's values stay", async () => {
+  await createTable('k', [{ id: 1, v: 1 }], true);
+  // One that inserts a key (found by its new row key), and one that only replaces (found as an update is).
+  for (const [body, key, counts] of [
+    [
+      [
+        { id: 1, v: 5 },
+        { id: 2, v: 5 },
+      ],
+      'upsert-insert',
+      { inserted: 1, updated: 1 },
+    ],
+    [[{ id: 2, v: 6 }], 'upsert-replace', { inserted: 0, updated: 1 }],
+  ] as const) {
+    await start(AFTER_COMMIT);
+    await crashOn('/v1/upsert/db?table=k', { data: body }, key);
+    await start(BASE);
+    const other = await api.request('POST', '/v1/upsert/db?table=k', { data: [{ id: 2, v: 9999 }] }, JSON_REPLY);
+    expect(other.json).toEqual({ inserted: 0, updated: 1 });
+    const again = await retry('/v1/upsert/db?table=k', { data: body }, key);
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.json).toEqual(counts);
+  }
+  expect(await rows('k')).toEqual([
+    { id: 1, v: 5 },
+    { id: 2, v: 9999 },
+  ]);
+}, 120_000);
+
+test('an upsert that did not commit, retried after another client committed, is applied once', async () => {
+  await createTable('m', [{ id: 1, v: 1 }], true);
+  await start(BEFORE_COMMIT);
+  await crashOn(
+    '/v1/upsert/db?table=m',
+    {
+      data: [
+        { id: 1, v: 10 },
+        { id: 3, v: 3 },
+      ],
+    },
+    'upsert-m',
+  );
+  await start(BASE);
+  expect((await api.request('POST', '/v1/append/db?table=m', { data: [{ id: 4, v: 4 }] })).status).toBe(200);
+  const upserted = await retry(
+    '/v1/upsert/db?table=m',
+    {
+      data: [
+        { id: 1, v: 10 },
+        { id: 3, v: 3 },
+      ],
+    },
+    'upsert-m',
+  );
+  expect(upserted.status).toBe(200);
+  expect(upserted.headers.get('idempotent-replayed')).toBeNull();
+  expect(upserted.json).toEqual({ inserted: 1, updated: 1 });
+  expect(await rows('m')).toEqual([
+    { id: 1, v: 10 },
     { id: 3, v: 3 },
     { id: 4, v: 4 },
   ]);

@@ -66,3 +66,8 @@ export const RowCounts = Type.Object({
   n_tombstoned: Type.Integer(),
   n_not_found: Type.Integer(),
 });
+
+export const Upserted = Type.Object({
+  inserted: Type.Integer({ description: 'Rows whose primary key the table did not hold' }),
+  updated: Type.Integer({ description: 'Rows that replaced the row holding their primary key' }),
+});

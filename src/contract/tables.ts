@@ -46,6 +46,7 @@ export const CreateTableBody = Type.Object(
     schema: Nullable(Type.Array(SchemaField)),
     schema_ipc: Nullable(Type.String()),
     indexes: Nullable(Indexes),
+    primary_key: Nullable(Type.String()),
   },
   { additionalProperties: false },
 );
@@ -64,6 +65,7 @@ export const ColumnDescriptor = Type.Object({
   dim: Type.Optional(Type.Integer()),
   item: Type.Optional(Type.String()),
   indexes: Type.Optional(Type.Array(ColumnIndex)),
+  primary_key: Type.Optional(Type.Literal(true)),
 });
 
 export const CanonicalIndexes = Type.Object({
@@ -72,10 +74,14 @@ export const CanonicalIndexes = Type.Object({
   scalar: Type.Array(Type.Object({ column: Type.String(), type: Type.String() })),
 });
 
+/** The table's primary key column, or null when it has none. */
+const PrimaryKey = Type.Union([Type.String(), Type.Null()]);
+
 export const TableDescription = Type.Object({
   table_name: Type.String(),
   schema: Type.Array(ColumnDescriptor),
   indexes: CanonicalIndexes,
+  primary_key: PrimaryKey,
 });
 
 export const DropTableBody = Type.Object(
@@ -96,7 +102,7 @@ export const SchemaBody = Type.Object(
 
 export const SchemaReply = Type.Union([
   Type.Array(ColumnDescriptor),
-  Type.Object({ schema_ipc: Type.String(), indexes: CanonicalIndexes }),
+  Type.Object({ schema_ipc: Type.String(), indexes: CanonicalIndexes, primary_key: PrimaryKey }),
 ]);
 
 export const ListTablesReply = Type.Object({

@@ -1,6 +1,9 @@
+import { createHash } from 'node:crypto';
 import pg from 'pg';
 import { ConfigError } from '../config.js';
-import { PostgresDb } from './dialect/postgres.js';
+import { Unavailable } from '../errors.js';
+import { unavailable } from './dialect/db.js';
+import { isUnreachable, PostgresDb } from './dialect/postgres.js';
 import { ControlEvents } from './events.js';
 import { KeyCache } from './key-cache.js';
 import { listenForNotices } from './listener.js';
@@ -11,6 +14,18 @@ import type { ApiKeyRecord } from './store.js';
 /** Waits of the store: connecting, and any one statement. Past them a request answers 503, not a hang. */
 const CONNECT_TIMEOUT_MS = 2000;
 const STATEMENT_TIMEOUT_MS = 5000;
+
+/** The advisory lock class of a table's primary keys ("STKY"); the object id is a hash of the table's id. */
+const KEY_LOCK_CLASS = 0x5354_4b59;
+/** How long a write waits for another node's write to the same keyed table, and how many may wait at once. */
+const KEY_LOCK_WAIT_MS = 10_000;
+const KEY_LOCK_CONNECTIONS = 4;
+
+const keysBusy = (): Unavailable =>
+  new Unavailable("another node's write to this table held its primary keys for too long; retry", {
+    retryAfterS: 1,
+    code: 'control_store_unavailable',
+  });
 
 /** Ways for a test to hold the store at a point where a race can happen; a served node sets none. */
 export interface PostgresTestHooks {
@@ -27,6 +42,8 @@ export class PostgresControlStore extends SqlControlStore {
 
   private constructor(
     private readonly pool: pg.Pool,
+    /** Connections that hold a table's primary keys while a write commits (`holdKeys`), apart from the others. */
+    private readonly keyLocks: pg.Pool,
     hooks: PostgresTestHooks,
   ) {
     super(new PostgresDb(pool));
@@ -48,7 +65,17 @@ export class PostgresControlStore extends SqlControlStore {
     // An idle connection that breaks (the server restarted) is dropped by the pool; without a listener the
     // error would end the process.
     pool.on('error', () => undefined);
-    const store = new PostgresControlStore(pool, hooks);
+    // A write waits here for another node's write to the same keyed table; past the timeout it answers 503.
+    const keyLocks = new pg.Pool({
+      connectionString: url,
+      max: KEY_LOCK_CONNECTIONS,
+      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      statement_timeout: KEY_LOCK_WAIT_MS,
+      idleTimeoutMillis: 30_000,
+      keepAlive: true,
+    });
+    keyLocks.on('error', () => undefined);
+    const store = new PostgresControlStore(pool, keyLocks, hooks);
     store.listener = listenForNotices(url, {
       heard: (event) => {
         if (event.kind === 'key_revoked') store.keys.revoked(event.hash);
@@ -68,12 +95,39 @@ export class PostgresControlStore extends SqlControlStore {
     return this.keys.find(hash, () => super.findKeyByHash(hash));
   }
 
+  /**
+   * A session advisory lock on the table's keys, on a connection of its own held until the release: a node that
+   * dies while holding it loses its session, and the lock with it.
+   */
+  override async holdKeys(tableId: string): Promise<() => Promise<void>> {
+    const [objid] = new Int32Array(createHash('sha256').update(tableId).digest().buffer, 0, 1);
+    const held = await this.keyLocks.connect().catch(() => {
+      throw unavailable();
+    });
+    try {
+      await held.query('SELECT pg_advisory_lock($1, $2)', [KEY_LOCK_CLASS, objid]);
+    } catch (err) {
+      held.release(true);
+      throw isUnreachable(err) || /statement timeout|canceling/i.test(String(err)) ? keysBusy() : err;
+    }
+    return async () => {
+      try {
+        await held.query('SELECT pg_advisory_unlock($1, $2)', [KEY_LOCK_CLASS, objid]);
+        held.release();
+      } catch {
+        // Ending the session lets go of the lock all the same.
+        held.release(true);
+      }
+    };
+  }
+
   /** Every commit is durable when PostgreSQL answers it (`synchronous_commit`, on by default). */
   async durable(): Promise<void> {}
 
   async close(): Promise<void> {
     await this.listener?.close();
     await this.pool.end().catch(() => undefined);
+    await this.keyLocks.end().catch(() => undefined);
   }
 }
 

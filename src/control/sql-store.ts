@@ -165,6 +165,11 @@ export abstract class SqlControlStore implements ControlStore {
     return this.q.tables.delete(tableId);
   }
 
+  /** One node uses this store alone (the embedded default): its table's write queue already orders the writes. */
+  async holdKeys(_tableId: string): Promise<() => Promise<void>> {
+    return async () => undefined;
+  }
+
   reserveRowKeys(tableId: string, count: number): Promise<bigint> {
     return this.onRequestPath.tables.reserveRowKeys(tableId, count);
   }

@@ -31,6 +31,10 @@ export function tablesOf(api: Client, database: string) {
       arrowPost(api, `/v1/append/${database}${q(table)}`, ipc, accept),
     update: (table: string, predicate: string | undefined, data: unknown[], accept = 'application/json') =>
       json('POST', `/v1/update/${database}${q(table, predicate)}`, { data }, { accept }),
+    upsert: (table: string, data: unknown[], headers: Record<string, string> = {}) =>
+      json('POST', `/v1/upsert/${database}${q(table)}`, { data }, headers) as Promise<
+        Reply<{ inserted: number; updated: number; error?: string; code?: string }>
+      >,
     remove: (table: string, predicate?: string) => json('POST', `/v1/delete/${database}${q(table, predicate)}`),
     count: async (table: string) =>
       (

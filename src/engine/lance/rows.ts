@@ -182,11 +182,15 @@ export class LanceRows extends LanceReads implements RowSource {
     return committing(() => appendBatches(this.lance, batches));
   }
 
-  async replaceByKey(batches: RecordBatch[]): Promise<{ version: number; replaced: number }> {
-    const merged = await committing(() =>
-      this.lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll().execute(new arrow.Table(batches)),
-    );
-    return { version: merged.version, replaced: merged.numUpdatedRows };
+  async replaceByKey(
+    batches: RecordBatch[],
+    insertMissing = false,
+  ): Promise<{ version: number; replaced: number; inserted: number }> {
+    const merged = await committing(() => {
+      const merge = this.lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll();
+      return (insertMissing ? merge.whenNotMatchedInsertAll() : merge).execute(new arrow.Table(batches));
+    });
+    return { version: merged.version, replaced: merged.numUpdatedRows, inserted: merged.numInsertedRows };
   }
 
   async delete(predicate: string): Promise<{ version: number; deleted: number }> {

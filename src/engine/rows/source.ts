@@ -156,8 +156,14 @@ export interface RowSource extends RowReads {
 
   // Writes: each one commit; the batches carry the row key column. A commit another write beat fails as 409.
   append(batches: RecordBatch[]): Promise<{ version: number }>;
-  /** Replaces the rows whose row keys the batches carry; keys no longer there update nothing. */
-  replaceByKey(batches: RecordBatch[]): Promise<{ version: number; replaced: number }>;
+  /**
+   * Replaces the rows whose row keys the batches carry; keys no longer there update nothing, or with
+   * `insertMissing` are inserted.
+   */
+  replaceByKey(
+    batches: RecordBatch[],
+    insertMissing?: boolean,
+  ): Promise<{ version: number; replaced: number; inserted: number }>;
   delete(predicate: string): Promise<{ version: number; deleted: number }>;
   /** Makes what was committed durable where the store does not do so itself. */
   sync(): Promise<void>;

@@ -1,4 +1,7 @@
-/** A table as the catalog keeps it. The schema and index declarations are stored in their wire forms. */
+/**
+ * A table as the catalog keeps it. The schema and index declarations are stored in their wire forms, the primary
+ * key beside the index declarations.
+ */
 export interface TableRecord {
   databaseId: string;
   name: string;
@@ -6,7 +9,7 @@ export interface TableRecord {
   tableId: string;
   /** Base64 schema-only Arrow IPC stream of the user's columns. */
   schemaIpc: string;
-  /** JSON of the canonical index declarations. */
+  /** JSON of the canonical index declarations, with `primary_key` when the table has one. */
   indexes: string;
   createdMs: number;
   /** `creating` until the dataset and its indexes exist; a crash leaves it so, and the name stays usable. */
@@ -29,4 +32,9 @@ export interface CatalogStore {
   reserveRowKeys(tableId: string, count: number): Promise<bigint>;
   /** Makes every change committed so far last a power cut; a write calls it once, right before its own commit. */
   durable(): Promise<void>;
+  /**
+   * Holds the table's primary keys for one write on every node: a write that adds key values looks them up and
+   * commits under it, so that no other node's write can add the same value in between. Answers the release.
+   */
+  holdKeys(tableId: string): Promise<() => Promise<void>>;
 }

@@ -20,6 +20,8 @@ export interface ColumnDescriptor {
   item?: string;
   /** The column's declared indexes; present only where it has some. */
   indexes?: ColumnIndex[];
+  /** Present (true) on the table's primary key column only. */
+  primary_key?: true;
 }
 
 /** The service's own column: a unique i64 per row, assigned on write, never shown (docs/architecture.md). */

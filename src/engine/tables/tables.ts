@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Schema } from 'apache-arrow';
+import type { Field, Schema } from 'apache-arrow';
 import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
@@ -17,6 +17,7 @@ import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
+import { keyIndexOf, primaryKeyOf, withPrimaryKey } from './primary-key.js';
 import { type ColumnDescriptor, schemaFromFields, schemaFromIpc, schemaToIpc, storedSchema } from './schema.js';
 import { Serial } from './serial.js';
 import { UnindexedRows } from './unindexed.js';
@@ -28,6 +29,36 @@ export interface TableDescription {
   table_name: string;
   schema: ColumnDescriptor[];
   indexes: TableIndexes;
+  primary_key: string | null;
+}
+
+/** The columns with their indexes beside them, and the primary key marked (docs/api.md, `/v1/schema`). */
+function describeTable(schema: Schema, indexes: TableIndexes, primaryKey: string | undefined): ColumnDescriptor[] {
+  return describeIndexedSchema(schema, indexes).map((column) =>
+    column.name === primaryKey ? { ...column, primary_key: true } : column,
+  );
+}
+
+/**
+ * A create_table body's schema, index declarations and primary key, checked: the key column made non-null and
+ * given a scalar index unless one is declared on it.
+ */
+function declarationsOf(req: CreateTableRequest): { schema: Schema; indexes: TableIndexes; primaryKey?: string } {
+  const hasSchema = req.schema !== undefined && req.schema !== null;
+  const hasIpc = req.schema_ipc !== undefined && req.schema_ipc !== null;
+  if (hasSchema === hasIpc) throw new BadRequest('send exactly one of schema and schema_ipc');
+  let schema = hasSchema ? schemaFromFields(req.schema ?? []) : schemaFromIpc(req.schema_ipc ?? '');
+  const primaryKey = req.primary_key ?? undefined;
+  if (primaryKey !== undefined) {
+    const declared = req.schema?.find((f) => f.name === primaryKey)?.nullable ?? undefined;
+    schema = withPrimaryKey(schema, primaryKey, declared);
+  }
+  const indexes = resolveIndexes(schema, req.indexes);
+  const keyField = schema.fields.find((f) => f.name === primaryKey);
+  if (keyField !== undefined && !indexes.scalar.some((d) => d.column === keyField.name)) {
+    indexes.scalar.push(keyIndexOf(keyField));
+  }
+  return { schema, indexes, primaryKey };
 }
 
 /**
@@ -55,6 +86,8 @@ export class TableHandle {
   readonly text: TextStatistics;
   /** The rows this node wrote that its last fold did not cover, searched beside the indexes. */
   readonly fresh: FreshRows;
+  /** The column whose values name one row each (docs/api.md, Primary keys), when the table has one. */
+  readonly primaryKey: Field | undefined;
   private disposed = false;
 
   constructor(
@@ -66,6 +99,7 @@ export class TableHandle {
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
     fresh: FreshTier = { soleWriter: false },
   ) {
+    this.primaryKey = primaryKeyOf(record.indexes, schema);
     this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
     // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
     const explains = fresh.soleWriter;
@@ -137,11 +171,7 @@ export class Tables {
   }
 
   async create(req: CreateTableRequest): Promise<TableDescription> {
-    const hasSchema = req.schema !== undefined && req.schema !== null;
-    const hasIpc = req.schema_ipc !== undefined && req.schema_ipc !== null;
-    if (hasSchema === hasIpc) throw new BadRequest('send exactly one of schema and schema_ipc');
-    const schema = hasSchema ? schemaFromFields(req.schema ?? []) : schemaFromIpc(req.schema_ipc ?? '');
-    const indexes = resolveIndexes(schema, req.indexes);
+    const { schema, indexes, primaryKey } = declarationsOf(req);
 
     return this.exclusively(`creating table "${req.table_name}"`, async () => {
       const existing = await this.catalog.findTable(this.databaseId, req.table_name);
@@ -171,7 +201,8 @@ export class Tables {
         name: req.table_name,
         tableId: `t_${randomUUID().replaceAll('-', '')}`,
         schemaIpc: schemaToIpc(schema),
-        indexes: JSON.stringify(indexes),
+        // The primary key is kept beside the index declarations (`primaryKeyOf` reads it back).
+        indexes: JSON.stringify(primaryKey === undefined ? indexes : { ...indexes, primary_key: primaryKey }),
         createdMs: Date.now(),
         state: 'creating',
       };
@@ -183,7 +214,12 @@ export class Tables {
         await this.forget(record, true).catch(() => undefined);
         throw err;
       }
-      return { table_name: record.name, schema: describeIndexedSchema(schema, indexes), indexes };
+      return {
+        table_name: record.name,
+        schema: describeTable(schema, indexes, primaryKey),
+        indexes,
+        primary_key: primaryKey ?? null,
+      };
     });
   }
 
@@ -231,10 +267,12 @@ export class Tables {
   /** What `/v1/schema` answers: the columns with their indexes beside them, and the Arrow schema. */
   async describe(name: string): Promise<TableDescription & { arrowSchema: Schema }> {
     const handle = await this.get(name);
+    const primaryKey = handle.primaryKey?.name;
     return {
       table_name: name,
-      schema: describeIndexedSchema(handle.schema, handle.indexes),
+      schema: describeTable(handle.schema, handle.indexes, primaryKey),
       indexes: handle.indexes,
+      primary_key: primaryKey ?? null,
       arrowSchema: handle.schema,
     };
   }

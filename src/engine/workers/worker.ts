@@ -20,7 +20,7 @@ import { findCommit, type VersionReader } from '../writes/intent.js';
 import type { JsonThread } from '../writes/json-rows.js';
 import { batchesFromArrow, type ParsedRows, type RowsBody } from '../writes/rows.js';
 import type { WritePath, WriteTarget } from '../writes/service.js';
-import { append, remove, replace } from '../writes/writes.js';
+import { append, remove, replace, upsert } from '../writes/writes.js';
 
 /** What a worker needs to know about the database it serves. */
 export interface DatabaseRef {
@@ -162,6 +162,8 @@ export class DatabaseWorker {
               handle,
               replace(this.catalog, handle, command.predicate, batches as ParsedRows, beforeCommit),
             );
+          case 'upsert':
+            return this.adding(handle, upsert(this.catalog, handle, batches as ParsedRows, beforeCommit));
           case 'delete':
             return remove(this.catalog, handle, command.predicate, beforeCommit);
         }

@@ -5,13 +5,20 @@ import type { RowCounts } from './writes.js';
 export type { RowCounts } from './writes.js';
 
 /**
- * A write, as data: one name per operation, the same in the route (`/v1/append`, `/v1/update`, `/v1/delete`),
- * the engine, the fingerprint of its idempotency key and the logs.
+ * A write, as data: one name per operation, the same in the route (`/v1/append`, `/v1/update`, `/v1/upsert`,
+ * `/v1/delete`), the engine, the fingerprint of its idempotency key and the logs.
  */
 export type WriteCommand =
   | { kind: 'append'; table: string; rows: RowsBody }
   | { kind: 'update'; table: string; predicate: string | undefined; rows: RowsBody }
+  | { kind: 'upsert'; table: string; rows: RowsBody }
   | { kind: 'delete'; table: string; predicate: string | undefined };
+
+/** What an upsert did: rows whose key was new, and rows that replaced the row holding their key. */
+export interface Upserted {
+  inserted: number;
+  updated: number;
+}
 
 export type WriteKind = WriteCommand['kind'];
 
@@ -24,11 +31,12 @@ export interface StoredRows {
 
 /**
  * What a write answers: the table version its commit made (or the version it is placed at), the counts of an
- * update or delete, and the rows as stored for an append or update whose caller asked for them.
+ * update or delete (an upsert's own), and the rows as stored for an append or update whose caller asked for them.
  */
 export interface WriteAnswer {
   version: number;
   counts?: RowCounts;
+  upserted?: Upserted;
   stored?: StoredRows;
 }
 

@@ -15,6 +15,8 @@ import { rowKeysOf } from './rows.js';
 export type WriteIntent =
   | { kind: 'append'; tableId: string; firstKey: string; count: number; fromVersion?: number }
   | { kind: 'update'; tableId: string; keys: string[]; fromVersion?: number }
+  /** `keys`: every row's row key in body order; `firstKey`: the first of the `inserted` new ones, when any. */
+  | { kind: 'upsert'; tableId: string; keys: string[]; firstKey?: string; inserted: number; fromVersion?: number }
   | { kind: 'delete'; tableId: string; keys: string[]; predicate?: string; fromVersion?: number };
 
 /**
@@ -36,6 +38,7 @@ export function intentFromJson(text: string): WriteIntent {
 export interface Found {
   version: number;
   counts?: { matched: number; n_tombstoned: number; n_not_found: number };
+  upserted?: { inserted: number; updated: number };
 }
 
 /** A read-only view of the table, moved from version to version; closed by whoever opened it. */
@@ -72,6 +75,8 @@ function rowsByKey(rows: InstanceType<typeof arrow.Table>, keys: BigInt64Array, 
  * write can be placed right after that version: the retry's answer stays true of the table's history).
  *
  * - append: its first row key is there. Keys are never reused, so only this write's commit ever holds it.
+ * - upsert: the first of its new row keys is there, as for an append; one that only replaced rows is tested as an
+ *   update.
  * - update (a merge on row keys, which keeps them): every row of its keys still there equals the body's row
  *   paired with that key. Its own commit passes; so does a version where the rows already held those values,
  *   where merging them again would change nothing.
@@ -86,9 +91,10 @@ function testOf(
   intent: WriteIntent,
   rows: readonly RecordBatch[],
 ): (table: RowReads) => Promise<number | undefined> {
-  if (intent.kind === 'append') {
-    const probe = `${ROW_KEY} = ${BigInt(intent.firstKey)}`;
-    return async (table) => ((await table.count(probe)) > 0 ? intent.count : undefined);
+  if (intent.kind === 'append' || (intent.kind === 'upsert' && intent.firstKey !== undefined)) {
+    const probe = `${ROW_KEY} = ${BigInt(intent.firstKey as string)}`;
+    const affected = intent.kind === 'append' ? intent.count : intent.keys.length;
+    return async (table) => ((await table.count(probe)) > 0 ? affected : undefined);
   }
   const keys = intent.keys.map(BigInt);
   const inKeys = `${ROW_KEY} IN (${keyList(keys)})`;
@@ -98,7 +104,7 @@ function testOf(
   }
   const columns = handle.schema.fields.map((f) => f.name);
   const sent = new arrow.Table(rows as RecordBatch[]);
-  // The body's rows were paired with the matched keys in order (writes.ts `replace`).
+  // The body's rows were paired with the matched keys in order (writes.ts `replace`, `upsert`).
   const wanted = rowsByKey(sent, BigInt64Array.from(keys), columns);
   return async (table) => {
     const found = await table.rowsWhere(inKeys, [ROW_KEY, ...columns], { limit: keys.length });
@@ -106,6 +112,12 @@ function testOf(
     for (const [key, row] of now) if (wanted.get(key) !== row) return undefined;
     return now.size;
   };
+}
+
+/** Where an append or upsert is found: its version, and an upsert's counts as it meant them. */
+function placed(intent: Extract<WriteIntent, { kind: 'append' | 'upsert' }>, version: number): Found {
+  if (intent.kind === 'append') return { version };
+  return { version, upserted: { inserted: intent.inserted, updated: intent.keys.length - intent.inserted } };
 }
 
 /** How many of a delete's rows matched its predicate at a version: what it tombstoned if it committed next. */
@@ -169,8 +181,9 @@ export async function findCommit(
   const appended = appendedRows(listing);
   const latest = kept.at(-1) ?? 0;
   const from = intent.fromVersion;
+  const adds = intent.kind === 'append' || (intent.kind === 'upsert' && intent.firstKey !== undefined);
   // An append that is there now committed, whatever its history: one read, and no history needed.
-  if (intent.kind === 'append' && (await test(handle.rows)) !== undefined) return { version: latest };
+  if (adds && (await test(handle.rows)) !== undefined) return placed(intent, latest);
   const after = kept.filter((v) => from === undefined || v > from);
   let pruned = false;
   // The last version read that failed the test: a pure append after it leaves the rows at the write's keys as they
@@ -180,7 +193,7 @@ export async function findCommit(
     const rowsAppended = appended.get(version);
     // An append's own commit appended exactly its rows.
     if (intent.kind === 'append' && rowsAppended !== undefined && rowsAppended !== intent.count) continue;
-    if (intent.kind !== 'append' && rowsAppended !== undefined && rowsAppended > 0 && failed === version - 1) {
+    if (!adds && rowsAppended !== undefined && rowsAppended > 0 && failed === version - 1) {
       failed = version;
       continue;
     }
@@ -195,7 +208,7 @@ export async function findCommit(
       failed = version;
       continue;
     }
-    if (intent.kind === 'append') return { version };
+    if (intent.kind === 'append' || intent.kind === 'upsert') return placed(intent, version);
     const matched = intent.keys.length;
     let tombstoned = affected;
     if (intent.kind === 'delete') {

@@ -3,7 +3,15 @@ import type { RecordBatch } from 'apache-arrow';
 import { rowsDigest } from '../../arrow/digest.js';
 import { Conflict, Unprocessable } from '../../errors.js';
 import { CommitRefused } from '../rows/source.js';
-import type { RowCounts, StoredRows, WriteAnswer, WriteCommand, WriteOptions, WriteOutcome } from './command.js';
+import type {
+  RowCounts,
+  StoredRows,
+  Upserted,
+  WriteAnswer,
+  WriteCommand,
+  WriteOptions,
+  WriteOutcome,
+} from './command.js';
 import { type BeforeCommit, intentFromJson, type WriteIntent } from './intent.js';
 
 /** One idempotency key: an account's, for one database (docs/api.md, Idempotent writes). */
@@ -77,8 +85,11 @@ export interface WriteHooks {
   beforeCommit: BeforeCommit;
 }
 
-/** What a write that ran answers: its version, the rows as stored (append, update), its counts (update, delete). */
-export type Written = { version: number } & Partial<StoredRows & RowCounts>;
+/**
+ * What a write that ran answers: its version, the rows as stored (append, update, upsert), its counts (update,
+ * delete, upsert).
+ */
+export type Written = { version: number } & Partial<StoredRows & RowCounts & Upserted>;
 
 /** What the write path runs a command with: the worker's side of one write on one table. */
 export interface WriteTarget {
@@ -93,7 +104,11 @@ export interface WriteTarget {
 const NO_COUNTS: RowCounts = { matched: 0, n_tombstoned: 0, n_not_found: 0 };
 
 /** The part of an answer a key keeps: rows an answer echoes are made again from the same body. */
-const kept = (answer: WriteAnswer): WriteAnswer => ({ version: answer.version, counts: answer.counts });
+const kept = (answer: WriteAnswer): WriteAnswer => ({
+  version: answer.version,
+  counts: answer.counts,
+  upserted: answer.upserted,
+});
 
 /**
  * The request's parts as one SHA-256, each part length-prefixed so that no two different requests hash the same
@@ -115,6 +130,9 @@ export function fingerprintOf(
   }
   return `${tableId}/${hash.digest('hex')}`;
 }
+
+const upsertedOf = (written: Partial<Upserted>): Upserted | undefined =>
+  written.inserted === undefined ? undefined : { inserted: written.inserted, updated: written.updated ?? 0 };
 
 const countsOf = (written: Partial<RowCounts>): RowCounts | undefined =>
   written.matched === undefined
@@ -196,7 +214,7 @@ export class WritePath {
   private fresh(written: Written): WriteOutcome {
     const { version, rows, schema, stream } = written;
     const stored = rows !== undefined && schema !== undefined ? { rows, schema, stream } : undefined;
-    return { replayed: false, version, counts: countsOf(written), stored };
+    return { replayed: false, version, counts: countsOf(written), upserted: upsertedOf(written), stored };
   }
 
   /** An earlier request's answer, repeated: its version and counts, with the rows made again from the same body. */
@@ -208,8 +226,9 @@ export class WritePath {
   ): Promise<WriteOutcome> {
     const stored = options.echo && command.kind !== 'delete' ? await target.stored() : undefined;
     // An update or delete that matched nothing recorded no counts.
-    const counts = command.kind === 'append' ? undefined : (earlier.counts ?? NO_COUNTS);
-    return { replayed: true, version: earlier.version, counts, stored };
+    const counts = command.kind === 'update' || command.kind === 'delete' ? (earlier.counts ?? NO_COUNTS) : undefined;
+    const upserted = command.kind === 'upsert' ? (earlier.upserted ?? { inserted: 0, updated: 0 }) : undefined;
+    return { replayed: true, version: earlier.version, counts, upserted, stored };
   }
 
   /**

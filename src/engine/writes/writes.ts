@@ -1,14 +1,16 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
-import { Conflict } from '../../errors.js';
+import { BadRequest, Conflict } from '../../errors.js';
 import { vectorsOf } from '../fresh/batches.js';
 import type { ColumnVectors, FreshWrite } from '../fresh/rows.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
+import { assertKeysFree, type BodyKeys, duplicateKey, keysOfBody, rowsHoldingKeys } from '../tables/primary-key.js';
 import { ROW_KEY, storedSchema } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { type ColumnTexts, type CommitTexts, textsOf } from '../text/statistics.js';
+import type { Upserted } from './command.js';
 import type { BeforeCommit } from './intent.js';
 import { batchOf, type ParsedRows, rowKeysOf } from './rows.js';
 
@@ -171,21 +173,48 @@ export async function append(
 ): Promise<WriteResult> {
   const { batches: rows, stream } = parsed;
   const n = rowCount(rows);
-  return durably(table, async () => {
-    if (n === 0) return { rows, stream, schema: table.schema, version: await table.rows.version() };
-    const first = await catalog.reserveRowKeys(table.record.tableId, n);
-    const fromVersion = await versionBefore(table, beforeCommit);
-    const firstKey = String(first);
-    await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey, count: n, fromVersion });
-    // Keys reused after a power cut would name two rows: the reservation (and the intent) is durable before the
-    // rows are.
-    await catalog.durable();
-    const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
-    const stored = withRowKeys(table, rows, keys);
-    const change = await rowChange(table, 'append', [], Array.from(keys), stored);
-    const result = await recording(table, change, () => table.rows.append(stored));
-    return { rows, stream, schema: table.schema, version: result.version };
-  });
+  const primaryKeys = bodyKeys(table, rows, duplicateKey);
+  return durably(table, () =>
+    holdingKeys(catalog, table, async () => {
+      if (n === 0) return { rows, stream, schema: table.schema, version: await table.rows.version() };
+      if (primaryKeys !== undefined) assertKeysFree(primaryKeys, await rowsHoldingKeys(table.rows, primaryKeys));
+      const first = await catalog.reserveRowKeys(table.record.tableId, n);
+      const fromVersion = await versionBefore(table, beforeCommit);
+      const firstKey = String(first);
+      await beforeCommit?.({ kind: 'append', tableId: table.record.tableId, firstKey, count: n, fromVersion });
+      // Keys reused after a power cut would name two rows: the reservation (and the intent) is durable before the
+      // rows are.
+      await catalog.durable();
+      const keys = BigInt64Array.from({ length: n }, (_, i) => first + BigInt(i));
+      const stored = withRowKeys(table, rows, keys);
+      const change = await rowChange(table, 'append', [], Array.from(keys), stored);
+      const result = await recording(table, change, () => table.rows.append(stored));
+      return { rows, stream, schema: table.schema, version: result.version };
+    }),
+  );
+}
+
+/** The primary key values of a write's rows (two rows with one value refused by `duplicate`); none without a key. */
+function bodyKeys(
+  table: TableHandle,
+  rows: readonly RecordBatch[],
+  duplicate: (message: string) => Error,
+): BodyKeys | undefined {
+  return table.primaryKey === undefined ? undefined : keysOfBody(table.primaryKey, rows, duplicate);
+}
+
+/**
+ * Runs a write of a table with a primary key holding its keys on every node (`CatalogStore.holdKeys`): its lookup
+ * of the keys it adds and its commit see no other write in between. Writes to other tables go on.
+ */
+async function holdingKeys<T>(catalog: CatalogStore, table: TableHandle, write: () => Promise<T>): Promise<T> {
+  if (table.primaryKey === undefined) return write();
+  const release = await catalog.holdKeys(table.record.tableId);
+  try {
+    return await write();
+  } finally {
+    await release();
+  }
 }
 
 /**
@@ -216,49 +245,117 @@ export async function replace(
   const { batches: rows, stream } = parsed;
   const sent = rowCount(rows);
   const checked = checkPredicate(predicate, table.schema);
-  return durably(table, async () => {
-    const fromVersion = await versionBefore(table, beforeCommit);
-    const keys = await readingPredicate(() => matchedKeys(table, checked));
-    if (keys.length !== sent) {
-      throw new Conflict(
-        `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
-        { code: 'row_count_mismatch' },
-      );
-    }
-    if (sent === 0) {
+  const primaryKeys = bodyKeys(table, rows, duplicateKey);
+  return durably(table, () =>
+    holdingKeys(catalog, table, async () => {
+      const fromVersion = await versionBefore(table, beforeCommit);
+      const keys = await readingPredicate(() => matchedKeys(table, checked));
+      if (keys.length !== sent) {
+        throw new Conflict(
+          `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
+          { code: 'row_count_mismatch' },
+        );
+      }
+      if (sent === 0) {
+        return {
+          rows,
+          stream,
+          schema: table.schema,
+          version: await table.rows.version(),
+          matched: 0,
+          n_tombstoned: 0,
+          n_not_found: 0,
+        };
+      }
+      // The new rows may take the values of the rows they replace, and of no other.
+      if (primaryKeys !== undefined) {
+        assertKeysFree(primaryKeys, await rowsHoldingKeys(table.rows, primaryKeys), new Set(keys));
+      }
+      if (beforeCommit !== undefined) {
+        await beforeCommit({
+          kind: 'update',
+          tableId: table.record.tableId,
+          keys: Array.from(keys, String),
+          fromVersion,
+        });
+        await catalog.durable();
+      }
+      const stored = withRowKeys(table, rows, keys);
+      const change = await rowChange(table, 'rewrite', Array.from(keys), Array.from(keys), stored);
+      const merged = await recording(table, change, () => table.rows.replaceByKey(stored));
+      const tombstoned = merged.replaced;
       return {
         rows,
         stream,
         schema: table.schema,
-        version: await table.rows.version(),
-        matched: 0,
-        n_tombstoned: 0,
-        n_not_found: 0,
+        version: merged.version,
+        matched: sent,
+        n_tombstoned: tombstoned,
+        n_not_found: sent - tombstoned,
       };
-    }
-    if (beforeCommit !== undefined) {
-      await beforeCommit({
-        kind: 'update',
+    }),
+  );
+}
+
+/**
+ * Writes rows by primary key (docs/api.md, Upsert): a row whose key the table holds replaces that row (taking
+ * over its row key), the others are inserted with new row keys, all in one commit. Without a row to replace it is
+ * an append, which commits faster than a merge.
+ */
+export async function upsert(
+  catalog: CatalogStore,
+  table: TableHandle,
+  parsed: ParsedRows,
+  beforeCommit?: BeforeCommit,
+): Promise<WriteResult & Upserted> {
+  const { batches: rows, stream } = parsed;
+  const n = rowCount(rows);
+  const keys = bodyKeys(table, rows, (message) => new BadRequest(`${message}; nothing was written`));
+  if (keys === undefined) {
+    throw new BadRequest(
+      `table "${table.record.name}" has no primary key; upsert finds rows by it (create_table's primary_key)`,
+    );
+  }
+  return durably(table, () =>
+    holdingKeys(catalog, table, async () => {
+      const version = await versionBefore(table, beforeCommit);
+      if (n === 0)
+        return { rows, stream, schema: table.schema, version: await table.rows.version(), inserted: 0, updated: 0 };
+      const found = await rowsHoldingKeys(table.rows, keys);
+      const inserted = n - found.size;
+      const first = inserted > 0 ? await catalog.reserveRowKeys(table.record.tableId, inserted) : undefined;
+      let next = first ?? 0n;
+      const rowKeys = BigInt64Array.from(keys.values, (v) => found.get(v.text) ?? next++);
+      await beforeCommit?.({
+        kind: 'upsert',
         tableId: table.record.tableId,
-        keys: Array.from(keys, String),
-        fromVersion,
+        keys: Array.from(rowKeys, String),
+        firstKey: first === undefined ? undefined : String(first),
+        inserted,
+        fromVersion: version,
       });
+      // Reserved keys, like an append's, and the intent last a power cut before the rows are written.
       await catalog.durable();
-    }
-    const stored = withRowKeys(table, rows, keys);
-    const change = await rowChange(table, 'rewrite', Array.from(keys), Array.from(keys), stored);
-    const merged = await recording(table, change, () => table.rows.replaceByKey(stored));
-    const tombstoned = merged.replaced;
-    return {
-      rows,
-      stream,
-      schema: table.schema,
-      version: merged.version,
-      matched: sent,
-      n_tombstoned: tombstoned,
-      n_not_found: sent - tombstoned,
-    };
-  });
+      const stored = withRowKeys(table, rows, rowKeys);
+      const replaced = [...found.values()];
+      if (replaced.length === 0) {
+        const change = await rowChange(table, 'append', [], Array.from(rowKeys), stored);
+        const appended = await recording(table, change, () => table.rows.append(stored));
+        return { rows, stream, schema: table.schema, version: appended.version, inserted: n, updated: 0 };
+      }
+      const change = await rowChange(table, 'rewrite', replaced, Array.from(rowKeys), stored);
+      // A row a delete on another node removed since it was found is inserted again, and counted so.
+      const merged = await recording(table, change, () => table.rows.replaceByKey(stored, true));
+      return {
+        rows,
+        stream,
+        schema: table.schema,
+        version: merged.version,
+        inserted: merged.inserted,
+        updated: merged.replaced,
+      };
+    }),
+  );
 }
 
 /** Deletes the rows P matches; the counts say how many went and how many a concurrent write took first. */

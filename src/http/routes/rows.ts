@@ -10,6 +10,7 @@ import {
   RowCounts,
   RowsBody,
   RowsBytes,
+  Upserted,
   WriteHeaders,
 } from '../../contract/rows.js';
 import { DatabasePathParams } from '../../contract/tables.js';
@@ -129,6 +130,32 @@ export const rowRoutes: FastifyPluginAsyncTypebox = async (app) => {
         'x-strata-not-found': String(counts.n_not_found),
       });
       return sendRows(reply, encoding, outcome.stored, 'written');
+    },
+  );
+
+  app.post(
+    '/v1/upsert/:database',
+    {
+      schema: {
+        tags,
+        summary:
+          "Write rows by the table's primary key in one atomic commit: a row whose key exists replaces it, the others are inserted",
+        params: DatabasePathParams,
+        querystring: AppendQuery,
+        headers: WriteHeaders,
+        body: RowsBytes,
+        response: { 200: Upserted, ...errors },
+      },
+      config: documented,
+    },
+    async (req, reply) => {
+      const { table } = req.query;
+      const rows = rowsOf(req);
+      const outcome = await withWriter(ctx, req.accountId, req.params.database, (worker) =>
+        worker.write({ kind: 'upsert', table, rows }, { key: idempotencyKeyOf(req), echo: false }),
+      );
+      headed(reply, outcome);
+      return outcome.upserted ?? { inserted: 0, updated: 0 };
     },
   );
 

@@ -67,7 +67,7 @@ export const tableRoutes: FastifyPluginAsyncTypebox = async (app) => {
         worker.describeTable(req.body.table_name),
       );
       return req.body.encoding === 'ipc'
-        ? { schema_ipc: schemaToIpc(table.arrowSchema), indexes: table.indexes }
+        ? { schema_ipc: schemaToIpc(table.arrowSchema), indexes: table.indexes, primary_key: table.primary_key }
         : table.schema;
     },
   );
