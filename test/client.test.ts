@@ -154,6 +154,41 @@ describe('the client against a real server', () => {
     expect((await db.listTables()).map((t) => t.table_name)).not.toContain('events');
   });
 
+  test('a table with a primary key: upsert reports what it inserted and updated; a duplicate append is refused', async () => {
+    const db = client.database('shop');
+    const created = await db.createTable(
+      'keyed',
+      [
+        { name: 'id', type: 'i64' },
+        { name: 'body', type: 'utf8' },
+      ],
+      undefined,
+      {
+        primaryKey: 'id',
+      },
+    );
+    expect(created.primary_key).toBe('id');
+    expect((await db.table('keyed').schema()).find((c) => c.name === 'id')).toMatchObject({ primary_key: true });
+    const table = db.table('keyed');
+    const first = await table.upsert(
+      Array.from({ length: 30 }, (_, id) => ({ id, body: 'first' })),
+      { maxRows: 8 },
+    );
+    expect(first).toMatchObject({ rows: 30, requests: 4, inserted: 30, updated: 0 });
+    const again = await table.upsert(
+      Array.from({ length: 20 }, (_, i) => ({ id: i + 20, body: 'second' })),
+      { maxRows: 8, concurrency: 1 },
+    );
+    expect(again).toMatchObject({ rows: 20, inserted: 10, updated: 10 });
+    expect(
+      await db.sql("SELECT count(*)::INTEGER AS n, count(*) FILTER (body = 'second')::INTEGER AS s FROM keyed", {
+        rows: true,
+      }),
+    ).toEqual([{ n: 40, s: 20 }]);
+    const refused = await table.append([{ id: 3, body: 'again' }]).catch((err: unknown) => err);
+    expect(refused).toMatchObject({ status: 409, code: 'duplicate_key' });
+  });
+
   test('refusals are typed errors with status and code, and are not retried', async () => {
     const refused = await client
       .database('shop')

@@ -207,6 +207,39 @@ describe('strata load', () => {
     120_000,
   );
 
+  test('--upsert: a changed file loaded again lands each key once, with its new values', async () => {
+    const csv = (ids: number[], word: (id: number) => string) =>
+      `id,body\n${ids.map((id) => `${id},${word(id)}`).join('\n')}\n`;
+    const ids = Array.from({ length: 5000 }, (_, i) => i);
+    writeFileSync(
+      file('keyed.csv'),
+      csv(ids, (id) => `first ${id}`),
+    );
+    const args = ['load', file('keyed.csv'), '--database', 'db', '--table', 'keyed', '--batch-rows', '700'];
+    const first = await cli([...args, '--create', '--primary-key', 'id', '--upsert'], env());
+    expect(first.stderr).toMatch(/loaded 5,000 rows/);
+    // The file changed: every 10th row rewritten, 500 rows added.
+    const changed = [...ids, ...Array.from({ length: 500 }, (_, i) => 5000 + i)];
+    writeFileSync(
+      file('keyed.csv'),
+      csv(changed, (id) => (id % 10 === 0 || id >= 5000 ? `second ${id}` : `first ${id}`)),
+    );
+    const appended = await cli(args, env()).catch((err: { code: number; stderr: string }) => err);
+    expect('code' in appended && appended.code).toBe(1);
+    expect(appended.stderr).toMatch(/duplicate_key|another row of the table holds already/);
+    const again = await cli([...args, '--upsert', '--concurrency', '3'], env());
+    expect(again.stderr).toMatch(/loaded 5,500 rows/);
+    expect(
+      await sql(
+        "SELECT count(*)::INTEGER AS n, count(DISTINCT id)::INTEGER AS ids, count(*) FILTER (body LIKE 'second%')::INTEGER AS second FROM keyed",
+      ),
+    ).toEqual([{ n: 5500, ids: 5500, second: 1000 }]);
+    const schema = await api.request<{ name: string; primary_key?: boolean }[]>('POST', '/v1/schema/db', {
+      table_name: 'keyed',
+    });
+    expect(schema.json.find((c) => c.name === 'id')?.primary_key).toBe(true);
+  }, 120_000);
+
   test('a load killed half-way and run again lands every row exactly once', async () => {
     const first = startLoad('resumed');
     await rowsReach('resumed', 10_000);

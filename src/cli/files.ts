@@ -441,8 +441,16 @@ export function regrouper<T>(groupRows: number, make: (batches: RecordBatch[], r
  * into the same table gives the same prefix, whatever the settings; each request's key adds the file row its
  * rows start at (load.ts), so a key names the rows it carries.
  */
-export function loadKeyPrefix(path: string, database: string, table: string): string {
+export function loadKeyPrefix(path: string, database: string, table: string, upsert = false): string {
   const stat = statOf(path);
-  const identity = JSON.stringify([resolve(path), stat.size, stat.mtimeMs, database, table]);
+  // An upsert load's requests are other requests than an append load's of the same file: other keys.
+  const identity = JSON.stringify([
+    resolve(path),
+    stat.size,
+    stat.mtimeMs,
+    database,
+    table,
+    ...(upsert ? ['upsert'] : []),
+  ]);
   return `load-${createHash('sha256').update(identity).digest('hex').slice(0, 32)}`;
 }

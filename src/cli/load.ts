@@ -10,7 +10,7 @@ import {
   type StrataTable,
 } from '@strata/client';
 import { arrow } from '../arrow/arrow.js';
-import { clientOf, type Parsed, parse, required, texts, urlOf, wholeNumber } from './args.js';
+import { clientOf, type Parsed, parse, required, text, texts, urlOf, wholeNumber } from './args.js';
 import { fieldSpecs } from './column-types.js';
 import { LoadError, UsageError } from './errors.js';
 import { type EncodedGroup, type FileKind, kindOf, type LoadFile, loadKeyPrefix, openFile } from './files.js';
@@ -108,6 +108,8 @@ interface Plan {
   batchRows: number;
   /** Whether an earlier run of this load landed its first group (by this machine's record). */
   resumed: boolean;
+  /** Whether rows are written by the table's primary key (`--upsert`) rather than appended. */
+  upsert: boolean;
 }
 
 /**
@@ -120,10 +122,17 @@ const KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
  * Each file's load plan. A file loaded into this table before (by this machine's record) keeps the --batch-rows its
  * first run used: other groups would carry other rows under the keys of the ones that landed.
  */
-function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: string, table: string): Plan[] {
+function plans(
+  parsed: Parsed,
+  files: string[],
+  kinds: FileKind[],
+  database: string,
+  table: string,
+  upsert: boolean,
+): Plan[] {
   const given = parsed.values['batch-rows'] === undefined ? undefined : wholeNumber(parsed, 'batch-rows', 0);
   return files.map((path, i) => {
-    const keyPrefix = loadKeyPrefix(path, database, table);
+    const keyPrefix = loadKeyPrefix(path, database, table, upsert);
     const record = recordPath(urlOf(parsed), keyPrefix);
     const recorded = readRecord(record);
     const earlier = recorded?.batchRows;
@@ -143,7 +152,15 @@ function plans(parsed: Parsed, files: string[], kinds: FileKind[], database: str
       );
     }
     const batchRows = given ?? earlier ?? DEFAULT_BATCH_ROWS;
-    return { path, kind: kinds[i] as FileKind, keyPrefix, record, batchRows, resumed: recorded !== undefined };
+    return {
+      path,
+      kind: kinds[i] as FileKind,
+      keyPrefix,
+      record,
+      batchRows,
+      resumed: recorded !== undefined,
+      upsert,
+    };
   });
 }
 
@@ -173,6 +190,8 @@ export async function load(args: string[]): Promise<number> {
     fts: { type: 'string', multiple: true },
     vector: { type: 'string', multiple: true },
     scalar: { type: 'string', multiple: true },
+    'primary-key': { type: 'string' },
+    upsert: { type: 'boolean' },
     'batch-rows': { type: 'string' },
     concurrency: { type: 'string' },
   });
@@ -187,10 +206,13 @@ export async function load(args: string[]): Promise<number> {
   });
   const concurrency = wholeNumber(parsed, 'concurrency', DEFAULT_CONCURRENCY);
   const create = parsed.values.create === true;
+  const upsert = parsed.values.upsert === true;
+  const primaryKey = text(parsed, 'primary-key');
+  if (primaryKey !== undefined && !create) throw new UsageError('--primary-key declares a key with --create');
   const declared = vectorDeclarations(texts(parsed, 'vector'));
   const scalar = scalarDeclarations(texts(parsed, 'scalar'));
   const db = clientOf(parsed).database(database);
-  const planned = plans(parsed, files, kinds, database, tableName);
+  const planned = plans(parsed, files, kinds, database, tableName, upsert);
   const vectors = await vectorColumns(db, tableName, create, declared, files[0] as string, kinds[0] as FileKind);
 
   const opened: LoadFile[] = [];
@@ -201,12 +223,11 @@ export async function load(args: string[]): Promise<number> {
       const first = opened[0] as LoadFile;
       await first.checkNotWidened();
       for (const note of first.notes) process.stderr.write(`note: ${note}\n`);
-      await db
-        .createTable(tableName, fieldSpecs(first.schema), { fts: texts(parsed, 'fts'), vector: declared, scalar })
-        .catch((err: unknown) => {
-          // Run again after an interrupted load: the table is there already.
-          if (!(err instanceof StrataError && err.code === 'table_exists')) throw err;
-        });
+      const indexes = { fts: texts(parsed, 'fts'), vector: declared, scalar };
+      await db.createTable(tableName, fieldSpecs(first.schema), indexes, { primaryKey }).catch((err: unknown) => {
+        // Run again after an interrupted load: the table is there already.
+        if (!(err instanceof StrataError && err.code === 'table_exists')) throw err;
+      });
     }
     const total = opened.every((f) => f.totalRows !== undefined)
       ? opened.reduce((n, f) => n + (f.totalRows ?? 0), 0)
@@ -248,7 +269,8 @@ async function sendGroup(table: StrataTable, plan: Plan, group: EncodedGroup): P
     yield group;
   }
   // The client adds the request's number (-0) to the prefix: the key is then `<prefix>-<first row>-0`.
-  const report = await table.append(one(), { keyPrefix: `${plan.keyPrefix}-${group.start}`, concurrency: 1 });
+  const options = { keyPrefix: `${plan.keyPrefix}-${group.start}`, concurrency: 1 };
+  const report = plan.upsert ? await table.upsert(one(), options) : await table.append(one(), options);
   return report.replayed > 0;
 }
 

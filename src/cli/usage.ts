@@ -27,7 +27,7 @@ strata keys list [--data-dir DIR]                     list keys (ids, accounts, 
 strata keys revoke ID [--data-dir DIR]                revoke a key at once
   --data-dir DIR and --control-url URL pick the control store, as for strata serve`,
   load: `strata load FILE... --database DB --table T [--create] [--fts COL]... [--vector COL:METRIC]... [--scalar COL[:KIND]]...
-                  [--batch-rows N] [--concurrency N]
+                  [--primary-key COL] [--upsert] [--batch-rows N] [--concurrency N]
   load Parquet, CSV, TSV, JSON Lines (.jsonl, .ndjson) or Arrow IPC (.arrow, .arrows, .ipc) files; a FILE is a
   path, never a pattern. Run the same command again after an interruption: it resumes, and every row lands
   exactly once.
@@ -39,6 +39,9 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
                        negdot (dot) (repeatable)
   --scalar COL[:KIND]  with --create: a scalar index on COL for filters, predicates and exact_match; KIND btree,
                        bitmap or label_list, by COL's type when not given (repeatable)
+  --primary-key COL    with --create: COL names one row each (an integer, string or binary column)
+  --upsert             write rows by the table's primary key: a row whose key exists replaces it, the others
+                       are inserted (a changed file loaded again lands each key once)
   --batch-rows N       rows per request (10000); a resumed load keeps the value its first run used
   --concurrency N      requests in flight at once (3)`,
   sql: `strata sql --database DB "SELECT ..."

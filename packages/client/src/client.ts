@@ -19,6 +19,7 @@ import type {
   TableDescription,
   TableListing,
   UpkeepState,
+  UpsertReport,
   VerifyReply,
 } from './types.js';
 
@@ -166,11 +167,20 @@ export class Database {
     return `/v1/${route}/${encodeURIComponent(this.name)}`;
   }
 
-  /** Creates a table from an Arrow schema or the JSON field list, with optional indexes. */
-  async createTable(name: string, schema: Schema | FieldSpec[], indexes?: IndexSpec): Promise<TableDescription> {
+  /**
+   * Creates a table from an Arrow schema or the JSON field list, with optional indexes and a primary key (the
+   * column `upsert` finds rows by).
+   */
+  async createTable(
+    name: string,
+    schema: Schema | FieldSpec[],
+    indexes?: IndexSpec,
+    options: { primaryKey?: string } = {},
+  ): Promise<TableDescription> {
+    const keyed = options.primaryKey === undefined ? {} : { primary_key: options.primaryKey };
     const body = Array.isArray(schema)
-      ? { table_name: name, schema, indexes }
-      : { table_name: name, schema_ipc: base64(tableToIPC(new Table(schema), 'stream')), indexes };
+      ? { table_name: name, schema, indexes, ...keyed }
+      : { table_name: name, schema_ipc: base64(tableToIPC(new Table(schema), 'stream')), indexes, ...keyed };
     return jsonOf(await this.http.send({ method: 'POST', path: this.path('create_table'), json: body }));
   }
 
@@ -248,6 +258,37 @@ export class StrataTable {
    * atomic; the append as a whole is not.
    */
   async append(source: RowsSource, options: AppendOptions = {}): Promise<AppendReport> {
+    // Answered with no body: the rows as stored would be what was just sent (a service that does not honour the
+    // preference sends them as an Arrow stream, the body echoed, rather than made into JSON).
+    return this.sendRows('append', source, options, { prefer: 'return=minimal' }, ARROW_STREAM, () => undefined);
+  }
+
+  /**
+   * Writes rows by the table's primary key, in requests as `append` makes them: each row whose key the table holds
+   * replaces that row, the others are inserted. Each request is one atomic commit. A key that two rows of one
+   * request share is refused (400); a key in two requests in flight at once ends with either row: send with
+   * `concurrency: 1` for the source's last row of a key to win.
+   */
+  async upsert(source: RowsSource, options: AppendOptions = {}): Promise<UpsertReport> {
+    let inserted = 0;
+    let updated = 0;
+    const report = await this.sendRows('upsert', source, options, {}, JSON_TYPE, (res) => {
+      const counts = jsonOf<{ inserted: number; updated: number }>(res);
+      inserted += counts.inserted;
+      updated += counts.updated;
+    });
+    return { ...report, inserted, updated };
+  }
+
+  /** Sends a source's rows to a write route in bounded requests, `concurrency` at a time, each under its own key. */
+  private async sendRows(
+    route: 'append' | 'upsert',
+    source: RowsSource,
+    options: AppendOptions,
+    headers: Record<string, string>,
+    accept: string,
+    answered: (res: Response) => void,
+  ): Promise<AppendReport> {
     const limits = {
       maxBytes: options.maxBytes ?? DEFAULT_LIMITS.maxBytes,
       maxRows: options.maxRows ?? DEFAULT_LIMITS.maxRows,
@@ -265,17 +306,16 @@ export class StrataTable {
       const key = `${prefix}-${number++}`;
       const req: Request = {
         method: 'POST',
-        path: this.path('append'),
+        path: this.path(route),
         query: { table: this.name },
-        // Answered with no body: the rows as stored would be what was just sent (a service that does not honour
-        // the preference sends them as an Arrow stream, the body echoed, rather than made into JSON).
-        headers: { 'idempotency-key': key, prefer: 'return=minimal' },
-        accept: ARROW_STREAM,
+        headers: { 'idempotency-key': key, ...headers },
+        accept,
         signal: options.signal,
         ...(chunk.kind === 'arrow' ? { arrow: chunk.bytes } : { json: { data: chunk.data } }),
       };
       const sending = this.http.send(req).then(
         (res) => {
+          answered(res);
           report.rows += chunk.rows;
           report.requests++;
           bytes += chunk.kind === 'arrow' ? chunk.bytes.length : 0;

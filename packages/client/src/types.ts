@@ -146,6 +146,8 @@ export interface ColumnDescriptor {
   item?: ScalarType;
   /** The column's declared indexes; present only where it has some. */
   indexes?: ColumnIndex[];
+  /** Present (true) on the table's primary key column only. */
+  primary_key?: true;
 }
 
 export interface TableDescription {
@@ -156,6 +158,8 @@ export interface TableDescription {
     vector: { column: string; metric: Metric; dim: number }[];
     scalar: { column: string; type: ScalarIndexType }[];
   };
+  /** The column whose values name one row each, or null. */
+  primary_key: string | null;
 }
 
 export interface DropTableReply {
@@ -251,4 +255,10 @@ export interface AppendReport {
   replayed: number;
   /** The table's version after the last request. */
   version: number | undefined;
+}
+
+/** An upsert's report: an append's, with the rows whose key was new and those that replaced a row. */
+export interface UpsertReport extends AppendReport {
+  inserted: number;
+  updated: number;
 }
