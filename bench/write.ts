@@ -5,14 +5,16 @@
  * them in the page cache, so the ratio includes the price of durability (~10–15 ms per 10k-row append).
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
  * in-process baseline while the server is idle. Then one-row replaces by `id = X` and `exact_match` on `id`, on a
- * table without and one with a scalar index on `id` (`indexes.scalar`). Sizes: BENCH_ROWS (default 200000),
- * BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3), BENCH_JSON_ROWS (200000: the JSON appends send at most so many).
+ * table without and one keyed by `id` (`primary_key`, which gives it a scalar index), one-row upserts on the keyed
+ * table, and upserts of BENCH_BATCH-row batches of keys it holds and of new keys beside appends of the same
+ * batches. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3),
+ * BENCH_JSON_ROWS (200000: the JSON appends send at most so many), BENCH_UPSERT_BATCHES (5).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
-import type { RecordBatch } from 'apache-arrow';
+import type { RecordBatch, Vector } from 'apache-arrow';
 import { arrow } from '../src/arrow/arrow.js';
 import { rowsToJson } from '../src/arrow/to-json.js';
 import {
@@ -39,6 +41,8 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DIM = 384;
 /** Rows the JSON appends send, at most (BENCH_JSON_ROWS). */
 const JSON_ROWS = Number(process.env.BENCH_JSON_ROWS ?? 200_000);
+/** Batches each upsert phase sends (BENCH_UPSERT_BATCHES). */
+const UPSERT_BATCHES = Number(process.env.BENCH_UPSERT_BATCHES ?? 5);
 
 function words(rand: () => number, n: number): string {
   const vocab = [
@@ -148,12 +152,8 @@ async function main(): Promise<void> {
   const nativeSeconds = median(nativeRuns);
   const jsonSeconds = await appendAll('via_json', jsonBodies, 'application/json', 1);
 
-  // The same rows in a table with a scalar index on id, folded in by upkeep before the replaces.
-  await post(
-    '/v1/create_table/bench',
-    JSON.stringify({ table_name: 'keyed', schema, indexes: { scalar: ['id'] } }),
-    json,
-  );
+  // The same rows in a table keyed by id (a scalar index on it), folded in by upkeep before the replaces.
+  await post('/v1/create_table/bench', JSON.stringify({ table_name: 'keyed', schema, primary_key: 'id' }), json);
   for (const body of ipcBodies) {
     await appendWaiting(server, '/v1/append/bench?table=keyed', body, { 'content-type': ARROW, accept: ARROW });
   }
@@ -196,6 +196,43 @@ async function main(): Promise<void> {
   const exactIndexed = await timed(exact('keyed'));
   const replaceScan = await timed(replace('via_arrow_0'));
   const replaceIndexed = await timed(replace('keyed'));
+  const upsertOne = await timed((id) =>
+    post(
+      '/v1/upsert/bench?table=keyed',
+      JSON.stringify({ data: [{ id, text: words(() => 0.25, 20), vec: Array.from({ length: DIM }, () => 0.5) }] }),
+      json,
+    ),
+  );
+
+  // Batches of keys the table holds (every row replaced), of new keys (every row inserted), and the same new
+  // batches appended to an unkeyed table, one request at a time: rows/s of each.
+  const sendBatches = async (route: string, table: string, shift: number) => {
+    const sent = ipcBodies.slice(0, UPSERT_BATCHES).map((_, i) => {
+      const batch = batches[i] as RecordBatch;
+      if (shift === 0) return ipcBodies[i] as Uint8Array;
+      const ids = BigInt64Array.from({ length: batch.numRows }, (_, r) => BigInt(r + i * BATCH + shift));
+      const shifted = batchOf(batch.schema, [
+        arrow.makeVector(ids),
+        batch.getChildAt(1) as Vector,
+        batch.getChildAt(2) as Vector,
+      ]);
+      return arrow.tableToIPC(new arrow.Table([shifted]), 'stream');
+    });
+    const rows = sent.length * BATCH;
+    const took = await time(async () => {
+      for (const body of sent) {
+        await appendWaiting(server, `/v1/${route}/bench?table=${table}`, body, {
+          prefer: 'return=minimal',
+          'content-type': ARROW,
+          accept: json['content-type'],
+        });
+      }
+    });
+    return Math.round(rows / took);
+  };
+  const upsertExistingRate = await sendBatches('upsert', 'keyed', 0);
+  const upsertNewRate = await sendBatches('upsert', 'keyed', ROWS);
+  const appendRate = await sendBatches('append', 'via_arrow_0', ROWS);
 
   const results = {
     rows: ROWS,
@@ -214,6 +251,13 @@ async function main(): Promise<void> {
     update_one_row_by_indexed_id_ms: replaceIndexed,
     exact_match_ms: exactScan,
     exact_match_by_indexed_id_ms: exactIndexed,
+    upsert_one_row_ms: upsertOne,
+    upsert_batches: UPSERT_BATCHES,
+    upsert_existing_keys_rows_per_s: upsertExistingRate,
+    upsert_new_keys_rows_per_s: upsertNewRate,
+    append_same_batches_rows_per_s: appendRate,
+    ratio_upsert_existing_vs_append: Number((upsertExistingRate / appendRate).toFixed(3)),
+    ratio_upsert_new_vs_append: Number((upsertNewRate / appendRate).toFixed(3)),
     server_rss_mb: await server.rssMb(),
   };
   saveResults('write', results);

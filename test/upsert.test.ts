@@ -224,6 +224,30 @@ describe('upsert', () => {
     expect(dup.json.error).toMatch(/row 0 has k = "AAE="/);
   });
 
+  test('finds integer keys that run in order (read as a range) and keys far apart (read as a list) alike', async () => {
+    const name = await keyedTable();
+    const dense = Array.from({ length: 50 }, (_, i) => ({ id: 1000 + i, body: 'dense' }));
+    const sparse = [-(2 ** 53) + 1, -5, 7, 2 ** 40, 2 ** 53 - 1].map((id) => ({ id, body: 'sparse' }));
+    expect((await tables.upsert(name, [...dense, ...sparse])).json).toEqual({ inserted: 55, updated: 0 });
+    // A range over the dense keys holds rows the body does not name: they are neither updated nor counted.
+    const some = dense.filter((_, i) => i % 3 === 0).map((r) => ({ ...r, body: 'again' }));
+    expect((await tables.upsert(name, some)).json).toEqual({ inserted: 0, updated: some.length });
+    expect(
+      (
+        await tables.upsert(
+          name,
+          sparse.map((r) => ({ ...r, body: 'again' })),
+        )
+      ).json,
+    ).toEqual({
+      inserted: 0,
+      updated: 5,
+    });
+    const rows = await stored(name);
+    expect(rows).toHaveLength(55);
+    expect(rows.filter((r) => r.body === 'again')).toHaveLength(some.length + 5);
+  });
+
   test('concurrent upserts of the same keys leave one row per key', async () => {
     const name = await keyedTable();
     const writes = Array.from({ length: 6 }, (_, w) =>
