@@ -5,6 +5,7 @@ import {
   ANALYZERS,
   type ColumnIndex,
   DATABASE_STATES,
+  LANGUAGES,
   METRIC_ALIASES,
   METRICS,
   SCALAR_INDEX_TYPES,
@@ -12,12 +13,14 @@ import {
   SCALAR_TYPES,
   type StorageBinding,
   TEXT_OPERATORS,
+  TOKENIZERS,
   VERIFY_STEPS,
 } from '@strata/client';
 import { describe, expect, test } from 'vitest';
 import { PATTERN_RULES, TextOperator } from '../src/contract/common.js';
 import { DatabaseState, Storage } from '../src/contract/databases.js';
 import { ColumnIndex as ContractColumnIndex } from '../src/contract/tables.js';
+import { LANGUAGES as ENGINE_LANGUAGES, TOKENIZERS as ENGINE_TOKENIZERS } from '../src/engine/indexes/fts.js';
 import { resolveIndexes } from '../src/engine/indexes/registry.js';
 import { describeSchema, schemaFromFields } from '../src/engine/tables/schema.js';
 import { BadRequest } from '../src/errors.js';
@@ -122,6 +125,14 @@ describe('the client spells what the service validates', () => {
       /is not one of (.*)$/,
     );
     expect(sorted(taken)).toEqual(sorted(ANALYZERS));
+    // The object form's languages and tokenizers.
+    expect([...LANGUAGES]).toEqual([...ENGINE_LANGUAGES]);
+    expect([...TOKENIZERS]).toEqual([...ENGINE_TOKENIZERS]);
+    const tokenizers = listed(
+      refusal(() => resolveIndexes(vectors, { fts: [{ column: 't', analyzer: { tokenizer: 'nope' } }] })),
+      /is not one of (.*)$/,
+    );
+    expect(sorted(tokenizers)).toEqual(sorted(TOKENIZERS));
   });
 
   test('scalar index types: each answered as spelled, and no other', () => {

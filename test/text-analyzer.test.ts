@@ -5,7 +5,6 @@ import { connect, type Table } from '@lancedb/lancedb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import type { Analyzer } from '../src/engine/indexes/registry.js';
 import { ftsIndex } from '../src/engine/lance/indexes.js';
 import { analyzableHere, analyze } from '../src/engine/text/analyzer.js';
 
@@ -30,7 +29,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const lance = async (text: string, analyzer: Analyzer) =>
+const lance = async (text: string, analyzer: 'ascii_lower' | 'standard') =>
   (await table.tokenize(text, { column: analyzer })).map((t) => t.text);
 
 /** Characters that tokenizers treat differently: ASCII, accents, ligatures, Greek, Cyrillic, marks, symbols, emoji. */
@@ -112,5 +111,33 @@ describe('the analyzers make the tokens Lance makes', () => {
     expect(analyzableHere('東京都に住んでいます', 'standard')).toBe(false);
     expect(analyze('東京都に住んでいます', 'standard')).toBeUndefined();
     expect(analyze('東京都', 'ascii_lower')).toEqual(['東京都']);
+  });
+});
+
+describe('the documented tokens of each analyzer (docs/api.md, analyzers)', () => {
+  const SAMPLE = 'The Runners were running past Café viewers in São Paulo';
+  test.each([
+    ['ascii_lower', ['the', 'runners', 'were', 'running', 'past', 'cafe', 'viewers', 'in', 'sao', 'paulo']],
+    ['standard', ['the', 'runners', 'were', 'running', 'past', 'café', 'viewers', 'in', 'são', 'paulo']],
+    ['english', ['runner', 'run', 'past', 'café', 'viewer', 'são', 'paulo']],
+    ['french', ['the', 'runner', 'wer', 'running', 'past', 'caf', 'viewer', 'in', 'são', 'paulo']],
+    [
+      { tokenizer: 'simple', lowercase: true, ascii_folding: true, stem: 'english', stop_words: null },
+      ['the', 'runner', 'were', 'run', 'past', 'cafe', 'viewer', 'in', 'sao', 'paulo'],
+    ],
+  ] as const)('%j', async (analyzer, tokens) => {
+    const db = await connect(dir);
+    const own = await db.createTable(`doc_${Math.random().toString(36).slice(2)}`, [{ body: 'x' }]);
+    try {
+      await own.createIndex('body', { config: ftsIndex(analyzer) });
+      expect((await own.tokenize(SAMPLE, { column: 'body' })).map((t) => t.text)).toEqual(tokens);
+      // Stemmed analyzers are Lance's alone: the service asks it for their tokens.
+      expect(analyze(SAMPLE, analyzer) === undefined).toBe(
+        typeof analyzer !== 'string' || !['ascii_lower', 'standard'].includes(analyzer),
+      );
+    } finally {
+      own.close();
+      db.close();
+    }
   });
 });

@@ -75,9 +75,12 @@ function describedColumns(reply: unknown): Json[] {
     const fts = (tableWide.fts ?? []).filter((f) => (typeof f === 'string' ? f : f.column) === column.name);
     const vector = (tableWide.vector ?? []).filter((v) => v.column === column.name);
     const scalar = (tableWide.scalar ?? []).filter((v) => v.column === column.name);
+    // An analyzer spelled out (the object form) shows as its JSON.
+    const shown = (value: unknown) =>
+      typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value);
     const words = [
-      ...own.map((index) => `${String(index.kind)} (${String(index.analyzer ?? index.metric ?? index.type)})`),
-      ...fts.map((f) => `fts (${typeof f === 'string' ? 'ascii_lower' : String(f.analyzer ?? 'ascii_lower')})`),
+      ...own.map((index) => `${String(index.kind)} (${shown(index.analyzer ?? index.metric ?? index.type)})`),
+      ...fts.map((f) => `fts (${typeof f === 'string' ? 'ascii_lower' : shown(f.analyzer ?? 'ascii_lower')})`),
       ...vector.map((v) => `vector (${String(v.metric)})`),
       ...scalar.map((v) => `scalar (${String(v.type)})`),
     ];

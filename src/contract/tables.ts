@@ -16,9 +16,36 @@ export const SchemaField = Type.Object(
   { additionalProperties: false },
 );
 
+/** An analyzer spelled out (docs/api.md, analyzers); members left out take their defaults. */
+const AnalyzerObject = Type.Object(
+  {
+    tokenizer: Nullable(Type.String()),
+    lowercase: Nullable(Type.Boolean()),
+    ascii_folding: Nullable(Type.Boolean()),
+    stem: Nullable(Type.String()),
+    stop_words: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
 export const FtsIndexEntry = Type.Union([
   Type.String(),
-  Type.Object({ column: Type.String(), analyzer: Nullable(Type.String()) }, { additionalProperties: false }),
+  Type.Object(
+    { column: Type.String(), analyzer: Nullable(Type.Union([Type.String(), AnalyzerObject])) },
+    { additionalProperties: false },
+  ),
+]);
+
+/** An analyzer as replies show it: a name, or the object form with every member. */
+const CanonicalAnalyzer = Type.Union([
+  Type.String(),
+  Type.Object({
+    tokenizer: Type.String(),
+    lowercase: Type.Boolean(),
+    ascii_folding: Type.Boolean(),
+    stem: Type.Union([Type.String(), Type.Null()]),
+    stop_words: Type.Union([Type.String(), Type.Null()]),
+  }),
 ]);
 
 export const VectorIndexEntry = Type.Object(
@@ -53,7 +80,7 @@ export const CreateTableBody = Type.Object(
 
 /** A declared index on one column, beside it in `/v1/schema`. */
 export const ColumnIndex = Type.Union([
-  Type.Object({ kind: Type.Literal('fts'), analyzer: Type.String() }),
+  Type.Object({ kind: Type.Literal('fts'), analyzer: CanonicalAnalyzer }),
   Type.Object({ kind: Type.Literal('vector'), metric: Type.String() }),
   Type.Object({ kind: Type.Literal('scalar'), type: Type.String() }),
 ]);
@@ -69,7 +96,7 @@ export const ColumnDescriptor = Type.Object({
 });
 
 export const CanonicalIndexes = Type.Object({
-  fts: Type.Array(Type.Object({ column: Type.String(), analyzer: Type.String() })),
+  fts: Type.Array(Type.Object({ column: Type.String(), analyzer: CanonicalAnalyzer })),
   vector: Type.Array(Type.Object({ column: Type.String(), metric: Type.String(), dim: Type.Integer() })),
   scalar: Type.Array(Type.Object({ column: Type.String(), type: Type.String() })),
 });

@@ -45,6 +45,22 @@ function describeValidation(context: string, issue: ValidationIssue): string {
   }
 }
 
+/**
+ * The issue that says most about what is wrong: the deepest, and among those not a wrong type or "none of the
+ * forms". A value that fits no form of a union (a string, or an object of some members) fails each form: the
+ * deepest issue is in the form the client meant (`analyzer has unknown property "stemmer"`, not `must be string`).
+ */
+function mostSpecific(issues: readonly ValidationIssue[]): ValidationIssue {
+  const depth = (issue: ValidationIssue) => issue.instancePath.split('/').length;
+  const vague = (issue: ValidationIssue) => issue.keyword === 'type' || issue.keyword === 'anyOf';
+  let best = issues[0] as ValidationIssue;
+  for (const issue of issues) {
+    const deeper = depth(issue) > depth(best);
+    if (deeper || (depth(issue) === depth(best) && vague(best) && !vague(issue))) best = issue;
+  }
+  return best;
+}
+
 /** Clearer words for the framework's own 4xx errors. */
 const FRAMEWORK_MESSAGES: Readonly<Record<string, (req: FastifyRequest) => string>> = {
   FST_ERR_CTP_INVALID_MEDIA_TYPE: (req) =>
@@ -99,7 +115,7 @@ export function handleError(err: FastifyError | Error, req: FastifyRequest, repl
   }
   const fastifyErr = err as FastifyError & { validation?: ValidationIssue[]; validationContext?: string };
   if (fastifyErr.validation !== undefined && fastifyErr.validation.length > 0) {
-    const first = fastifyErr.validation[0] as ValidationIssue;
+    const first = mostSpecific(fastifyErr.validation);
     return reply
       .status(400)
       .send(errorBody(describeValidation(fastifyErr.validationContext ?? 'body', first), 'bad_request'));

@@ -7,11 +7,13 @@ export type * from './types.js';
 export {
   ANALYZERS,
   DATABASE_STATES,
+  LANGUAGES,
   METRIC_ALIASES,
   METRICS,
   SCALAR_INDEX_TYPES,
   SCALAR_TYPE_ALIASES,
   SCALAR_TYPES,
   TEXT_OPERATORS,
+  TOKENIZERS,
   VERIFY_STEPS,
 } from './types.js';

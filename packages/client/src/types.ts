@@ -14,8 +14,43 @@ export const METRIC_ALIASES = { l2: 'l2sq', dot: 'negdot' } as const satisfies R
 export type MetricInput = Metric | keyof typeof METRIC_ALIASES;
 
 /** How a full-text index splits and folds text (docs/api.md); `ascii_lower` by default. */
-export const ANALYZERS = ['ascii_lower', 'standard'] as const;
-export type Analyzer = (typeof ANALYZERS)[number];
+/** The languages whose analyzer stems words and drops stop words (each is an analyzer's name too). */
+export const LANGUAGES = [
+  'arabic',
+  'danish',
+  'dutch',
+  'english',
+  'finnish',
+  'french',
+  'german',
+  'greek',
+  'hungarian',
+  'italian',
+  'norwegian',
+  'portuguese',
+  'romanian',
+  'russian',
+  'spanish',
+  'swedish',
+  'tamil',
+  'turkish',
+] as const;
+export type Language = (typeof LANGUAGES)[number];
+/** The analyzers by name: `ascii_lower`, `standard`, and each language (stemmed, with its stop words). */
+export const ANALYZERS = ['ascii_lower', 'standard', ...LANGUAGES] as const;
+export type AnalyzerName = (typeof ANALYZERS)[number];
+/** How an analyzer splits text into words. */
+export const TOKENIZERS = ['simple', 'icu'] as const;
+/** An analyzer spelled out; members left out take their defaults (simple, lowercase, no folding, no stem, none dropped). */
+export interface AnalyzerSettings {
+  tokenizer?: (typeof TOKENIZERS)[number];
+  lowercase?: boolean;
+  ascii_folding?: boolean;
+  stem?: Language | null;
+  stop_words?: Language | null;
+}
+/** An analyzer by name or spelled out; the service answers the object form with every member. */
+export type Analyzer = AnalyzerName | AnalyzerSettings;
 
 /** The types of a column that are one value, as the service answers them. */
 export const SCALAR_TYPES = [

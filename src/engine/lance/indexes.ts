@@ -1,3 +1,4 @@
+import { settingsOf } from '../indexes/fts.js';
 import type { Analyzer, IndexSpec, Metric, ScalarIndexType } from '../indexes/registry.js';
 import { Index, type IndexConfig, type LanceTable } from './lance.js';
 import type { UpkeepJob } from './upkeep-process.js';
@@ -14,14 +15,21 @@ export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
   negdot: 'dot',
 };
 
-/** The Lance FTS settings of each analyzer: no stemming, no stop words, ever (docs/api.md, analyzers). */
+/**
+ * The Lance FTS settings of each analyzer (docs/api.md, analyzers): stemming and stop words only where the
+ * analyzer names a language (LanceDB's defaults would stem English everywhere).
+ */
 export function ftsIndex(analyzer: Analyzer): Index {
+  const settings = settingsOf(analyzer);
+  const language = settings.stem ?? settings.stop_words;
   return Index.fts({
-    baseTokenizer: analyzer === 'standard' ? 'icu' : 'simple',
-    lowercase: true,
-    asciiFolding: analyzer === 'ascii_lower',
-    stem: false,
-    removeStopWords: false,
+    baseTokenizer: settings.tokenizer,
+    lowercase: settings.lowercase,
+    asciiFolding: settings.ascii_folding,
+    stem: settings.stem !== null,
+    removeStopWords: settings.stop_words !== null,
+    // Capitalised as Lance names them; only checked names (`LANGUAGES`) reach here.
+    ...(language === null ? {} : { language: `${language[0]?.toUpperCase()}${language.slice(1)}` }),
     maxTokenLength: 255,
     withPosition: false,
   });

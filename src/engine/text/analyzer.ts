@@ -40,9 +40,12 @@ function folded(token: string): string {
 /** Whether a token is short enough to be kept: ASCII tokens cheaply, others by their UTF-8 length. */
 const kept = (token: string) => token.length < MAX_TOKEN_BYTES / 4 || encoder.encode(token).length < MAX_TOKEN_BYTES;
 
-/** Whether `analyze` can tokenize this text here; when not, only Lance can (`engine/lance` `tokenize`). */
+/**
+ * Whether `analyze` can tokenize this text here; when not, only Lance can (`engine/lance` `tokenize`). Stemming
+ * and stop words are Lance's alone: analyzers other than `ascii_lower` and `standard` always ask it.
+ */
 export const analyzableHere = (text: string, analyzer: Analyzer): boolean =>
-  analyzer === 'ascii_lower' || !LANCE_ONLY.test(text);
+  analyzer === 'ascii_lower' || (analyzer === 'standard' && !LANCE_ONLY.test(text));
 
 /** The tokens `analyzer` makes of `text`, in order; for a text `analyzableHere` refuses, undefined. */
 export function analyze(text: string, analyzer: Analyzer): string[] | undefined {
