@@ -47,10 +47,27 @@ describe('planning a hybrid search (no engine involved)', () => {
       operator: Operator.Or,
       filter: undefined,
       textQuery: 'red kettle',
-      textField: 'title',
+      textFields: [{ field: 'title', boost: 1 }],
       vector: { field: 'emb', query: [1, 0, 0], metric: 'cosine' },
     });
     expect(plan.fields.map((f) => f.name)).toEqual(['id', 'title', 'body', 'emb', 'raw']);
+  });
+
+  test('text_fields: each column with its boost (1 unless given), checked like text_field, and not with it', () => {
+    const both = { text_query: 'kettle', k: 5 };
+    expect(planHybrid(table, { ...both, text_fields: [{ field: 'title', boost: 2.5 }] }).textFields).toEqual([
+      { field: 'title', boost: 2.5 },
+    ]);
+    expect(refusal({ ...both, text_field: 'title', text_fields: [{ field: 'title' }] })).toBe(
+      'send one of text_field and text_fields, not both',
+    );
+    expect(refusal({ ...both, text_fields: [{ field: 'title' }, { field: 'title' }] })).toBe(
+      'text_fields[1]: column "title" is listed twice',
+    );
+    expect(refusal({ ...both, text_fields: [{ field: 'title' }, { field: 'body' }] })).toBe(
+      'text_fields[1].field: column "body" has no full-text index',
+    );
+    expect(refusal({ ...both, text_fields: [{ field: 'nope' }] })).toBe('text_fields[0].field: no column named "nope"');
   });
 
   test('the default window is max(100, 2(offset + k)), and a window below offset + k or over 10000 is refused', () => {

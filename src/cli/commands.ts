@@ -1,6 +1,6 @@
-import { StrataError } from '@strata/client';
+import { StrataError, type TextFieldSpec } from '@strata/client';
 import type { Table } from 'apache-arrow';
-import { adminOf, clientOf, type Parsed, parse, required, text } from './args.js';
+import { adminOf, clientOf, type Parsed, parse, required, text, texts } from './args.js';
 import { LoadError, UsageError } from './errors.js';
 import { load } from './load.js';
 import { FORMATS, type Format, render, renderList } from './output.js';
@@ -89,6 +89,16 @@ function describedColumns(reply: unknown): Json[] {
   });
 }
 
+/** `COL` or `COL:BOOST` values of a repeatable flag, as text fields. */
+function textFieldsOf(values: readonly string[], flag: string): TextFieldSpec[] {
+  return values.map((value) => {
+    const match = /^(.*?)(?::(\d+(?:\.\d+)?))?$/.exec(value);
+    const field = match?.[1] ?? '';
+    if (field === '') throw new UsageError(`${flag} takes COLUMN or COLUMN:BOOST, got "${value}"`);
+    return match?.[2] === undefined ? { field } : { field, boost: Number(match[2]) };
+  });
+}
+
 const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = {
   load,
   sql: async (args) => {
@@ -102,7 +112,7 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
   search: async (args) => {
     const parsed = parse(args, {
       text: { type: 'string' },
-      'text-field': { type: 'string' },
+      'text-field': { type: 'string', multiple: true },
       vector: { type: 'string' },
       'vector-field': { type: 'string' },
       k: { type: 'string', short: 'k' },
@@ -125,9 +135,12 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     const format = formatOf(parsed);
     const table = clientOf(parsed).database(required(parsed, 'database')).table(required(parsed, 'table'));
     const explain = v.explain === true;
+    const fields = textFieldsOf(texts(parsed, 'text-field'), '--text-field');
+    // One column without a boost goes as text_field, as before; a boost or several as text_fields.
+    const plain = fields.length === 1 && fields[0]?.boost === undefined;
     const found = await table.searchWithReceipt({
       text: text(parsed, 'text'),
-      textField: text(parsed, 'text-field'),
+      ...(plain ? { textField: fields[0]?.field } : fields.length > 0 ? { textFields: fields } : {}),
       vector,
       vectorField: text(parsed, 'vector-field'),
       filter: text(parsed, 'filter'),
@@ -141,11 +154,14 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     return 0;
   },
   count: async (args) => {
-    const parsed = parse(args, { field: { type: 'string' }, operator: { type: 'string' } });
+    const parsed = parse(args, { field: { type: 'string', multiple: true }, operator: { type: 'string' } });
     const query = parsed.positionals.join(' ');
     const table = clientOf(parsed).database(required(parsed, 'database')).table(required(parsed, 'table'));
     const operator = text(parsed, 'operator') as 'or' | 'and' | undefined;
-    process.stdout.write(`${await table.count(required(parsed, 'field'), query, operator)}\n`);
+    const fields = textFieldsOf(texts(parsed, 'field'), '--field');
+    if (fields.length === 0) throw new UsageError('--field is required');
+    const field = fields.length === 1 ? (fields[0]?.field as string) : fields;
+    process.stdout.write(`${await table.count(field, query, operator)}\n`);
     return 0;
   },
   databases: async (args) => {

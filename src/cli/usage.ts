@@ -52,15 +52,16 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
   full-text (BM25), vector, or hybrid search (both, fused by reciprocal rank)
   --database DB      the database
   --table T          the table
-  --text Q           the text query, with --text-field F: the indexed text column
+  --text Q           the text query, with --text-field F: the indexed text column; repeat it (F or F:BOOST,
+                     e.g. --text-field summary:2 --text-field description) to search several as one leg
   --vector JSON      the query vector as a JSON array, with --vector-field F: the indexed vector column
   -k N               rows to return (10)
   --filter P         a predicate the rows must match, e.g. "price < 10"
   --operator OP      how the text query's tokens combine: or (default) or and
   --explain          each row's rank, score and share in each leg (an _explain column), and on stderr what
                      each leg read and how long it took`,
-  count: `strata count --database DB --table T --field F [--operator or|and] QUERY
-  count the rows whose full-text indexed column F matches QUERY
+  count: `strata count --database DB --table T --field F [--field F]... [--operator or|and] QUERY
+  count the rows whose full-text indexed column F (or any of several) matches QUERY
   --database DB      the database
   --table T          the table
   --field F          the indexed text column

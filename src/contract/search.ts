@@ -1,10 +1,20 @@
 import Type from 'typebox';
 import { Name, TextOperator } from './common.js';
 
+/** Several full-text columns searched as one text leg, each score weighted by its boost (docs/api.md). */
+export const TextFields = Type.Array(
+  Type.Object(
+    { field: Type.String(), boost: Type.Optional(Type.Number({ exclusiveMinimum: 0, maximum: 1000 })) },
+    { additionalProperties: false },
+  ),
+  { minItems: 1, maxItems: 8 },
+);
+
 export const HybridSearchBody = Type.Object(
   {
     table_name: Name,
     text_field: Type.Optional(Type.String()),
+    text_fields: Type.Optional(TextFields),
     text_query: Type.Optional(Type.String()),
     vector_field: Type.Optional(Type.String()),
     vector_query: Type.Optional(Type.Array(Type.Number(), { minItems: 1, maxItems: 4096 })),
@@ -25,7 +35,13 @@ export const HybridSearchBody = Type.Object(
 );
 
 export const CountBody = Type.Object(
-  { table_name: Name, field_name: Type.String(), query: Type.String(), operator: Type.Optional(TextOperator) },
+  {
+    table_name: Name,
+    field_name: Type.Optional(Type.String()),
+    text_fields: Type.Optional(TextFields),
+    query: Type.String(),
+    operator: Type.Optional(TextOperator),
+  },
   { additionalProperties: false },
 );
 
@@ -56,7 +72,8 @@ export const CountReplyWithReceipt = Type.Object(CountReply.properties, { header
 export const TokenMatchBody = Type.Object(
   {
     table_name: Name,
-    field_name: Type.String(),
+    field_name: Type.Optional(Type.String()),
+    text_fields: Type.Optional(TextFields),
     query: Type.String(),
     operator: Type.Optional(TextOperator),
     projection: Type.Optional(Type.Array(Type.String())),

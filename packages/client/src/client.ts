@@ -233,6 +233,10 @@ async function readReceipted(http: Http, req: Request, options: ReadOptions): Pr
   };
 }
 
+/** A match's column as the service takes it: `field_name` for one, `text_fields` for several. */
+const fieldsOf = (field: MatchRequest['field']) =>
+  typeof field === 'string' ? { field_name: field } : { text_fields: field };
+
 /** A search's receipt headers; NaN where a server too old to send them did not. */
 function receiptOf(res: Response): Receipt {
   return {
@@ -375,6 +379,7 @@ export class StrataTable {
       table_name: this.name,
       text_query: req.text,
       text_field: req.textField,
+      text_fields: req.textFields,
       vector_query: req.vector,
       vector_field: req.vectorField,
       filter: req.filter,
@@ -392,18 +397,18 @@ export class StrataTable {
     return readReceipted(this.http, { method: 'POST', path: this.path('hybrid_search'), json }, options);
   }
 
-  /** How many rows match a full-text query. */
-  async count(field: string, query: string, operator?: MatchRequest['operator']): Promise<number> {
+  /** How many rows match a full-text query in a column, or in any of several. */
+  async count(field: MatchRequest['field'], query: string, operator?: MatchRequest['operator']): Promise<number> {
     return (await this.countWithReceipt(field, query, operator)).count;
   }
 
   /** `count`, with its receipt. */
   async countWithReceipt(
-    field: string,
+    field: MatchRequest['field'],
     query: string,
     operator?: MatchRequest['operator'],
   ): Promise<{ count: number; receipt: Receipt }> {
-    const json = { table_name: this.name, field_name: field, query, operator };
+    const json = { table_name: this.name, ...fieldsOf(field), query, operator };
     const res = await this.http.send({ method: 'POST', path: this.path('count'), json });
     return { count: jsonOf<{ count: number }>(res).count, receipt: receiptOf(res) };
   }
@@ -411,7 +416,7 @@ export class StrataTable {
   async tokenMatch(req: MatchRequest, options: ReadOptions = {}): Promise<Table | Record<string, unknown>[]> {
     const json = {
       table_name: this.name,
-      field_name: req.field,
+      ...fieldsOf(req.field),
       query: req.query,
       operator: req.operator,
       projection: req.projection,

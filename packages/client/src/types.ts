@@ -214,9 +214,17 @@ export interface RowCounts {
   n_not_found: number;
 }
 
+/** A full-text column of a text leg over several, and the weight of its BM25 score in the leg's (1 by default). */
+export interface TextFieldSpec {
+  field: string;
+  boost?: number;
+}
+
 export interface SearchRequest {
   text?: string;
   textField?: string;
+  /** Several full-text columns in place of `textField`: the leg's score is Σ boost × BM25 of each. */
+  textFields?: TextFieldSpec[];
   vector?: number[];
   vectorField?: string;
   filter?: string;
@@ -269,7 +277,8 @@ export interface UpkeepState {
 }
 
 export interface MatchRequest {
-  field: string;
+  /** The full-text column, or several: a row matching in any of them counts once. */
+  field: string | TextFieldSpec[];
   query: string;
   operator?: TextOperator;
   projection?: string[];

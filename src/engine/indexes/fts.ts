@@ -132,6 +132,32 @@ export const ftsKind: IndexKind<FtsEntry, FtsIndex, { kind: 'fts'; analyzer: Ana
   upkeep: 'fold',
 };
 
+/** A full-text column a text leg reads, and the weight of its scores in the leg's. */
+export interface TextField {
+  field: string;
+  boost: number;
+}
+
+/**
+ * The columns a text leg (or `count`, `token_match`) reads: `one` (`text_field`, `field_name`) or `several`
+ * (`text_fields`), exactly one of them, each checked by `ftsColumn` and named once.
+ */
+export function textFieldsOf(
+  table: { schema: { fields: readonly Field[] }; indexes: { fts: readonly FtsIndex[] } },
+  one: { name: string; value: string | undefined },
+  several: readonly { field: string; boost?: number }[] | undefined,
+): TextField[] {
+  if (several === undefined) return [{ field: ftsColumn(table, one.value, one.name), boost: 1 }];
+  if (one.value !== undefined) throw new BadRequest(`send one of ${one.name} and text_fields, not both`);
+  const seen = new Set<string>();
+  return several.map((entry, i) => {
+    const field = ftsColumn(table, entry.field, `text_fields[${i}].field`);
+    if (seen.has(field)) throw new BadRequest(`text_fields[${i}]: column "${field}" is listed twice`);
+    seen.add(field);
+    return { field, boost: entry.boost ?? 1 };
+  });
+}
+
 /**
  * The column a text leg (or `count`, `token_match`) reads, checked: it exists and has a full-text index. `what`
  * names the request's field in a 400.

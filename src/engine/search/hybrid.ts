@@ -8,10 +8,11 @@ import type { TableHandle } from '../tables/tables.js';
 import { explainData, type LegRead, type LegReport } from './explain.js';
 import { freshnessOf } from './freshness.js';
 import { type Fused, fuse, inReach, rankLeg } from './fusion.js';
-import { type LegHits, type LegReads, readTextLeg, readVectorLeg } from './legs.js';
+import { type LegHits, type LegReads, readTextLeg, readVectorLeg, type TextAsk } from './legs.js';
 import { type HybridPlan, planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
 import { inRowOrder, keysOf, rowsByKeys } from './result-rows.js';
+import { readTextFields } from './text-fields.js';
 import { textScoring } from './text-scoring.js';
 
 // Hybrid search: a BM25 leg and a vector leg (legs.ts) run side by side, fused by reciprocal rank (fusion.ts).
@@ -20,21 +21,24 @@ import { textScoring } from './text-scoring.js';
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
   const plan = planHybrid(table, req);
   if (plan.filterOnly) return filtered(table, plan, req);
-  const { fields, offset, window, operator, filter, textQuery, textField, vector } = plan;
-  const {
-    receipt,
-    indexed: [textIndexed = false, vectorIndexed = false],
-    outside: [textOutside = 0, vectorOutside = 0],
-    indexedOnly: [textOnlyIndexed = false, vectorOnlyIndexed = false],
-    exactIndex: [textIndexExact = true],
-  } = await freshnessOf(
+  const { fields, offset, window, operator, filter, textQuery, textFields, vector } = plan;
+  // One entry per text column, then the vector column's.
+  const texts = textQuery === undefined ? [] : textFields;
+  const freshness = await freshnessOf(
     table,
     [
-      textQuery === undefined || textField === undefined ? undefined : declarationKey('fts', textField),
+      ...texts.map((t) => declarationKey('fts', t.field)),
       vector === undefined ? undefined : declarationKey('vector', vector.field),
     ],
     req.consistency === 'eventual',
   );
+  const { receipt } = freshness;
+  const n = texts.length;
+  const textIndexed = n > 0 && freshness.indexed.slice(0, n).every(Boolean);
+  const textOutside = Math.max(0, ...freshness.outside.slice(0, n));
+  const vectorIndexed = freshness.indexed[n] ?? false;
+  const vectorOutside = freshness.outside[n] ?? 0;
+  const vectorOnlyIndexed = freshness.indexedOnly[n] ?? false;
   // No leg runs for k = 0: nothing was read outside an index.
   if (req.k === 0) {
     const none = await rowsByKeys(table, [], fields, [], req.explain === true ? { explain: NO_EXPLAIN } : {});
@@ -43,14 +47,20 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     return { ...none, receipt: { ...receipt, freshRows: 0 }, ...(members === undefined ? {} : { members }) };
   }
   // BM25 over the live rows whatever the index state; eventual asks for the index's answer, its scores included.
-  const scoring =
-    textQuery === undefined || textField === undefined || textIndexExact || textOnlyIndexed
-      ? undefined
-      : await textScoring(table, receipt.version, textField, textQuery);
+  const asks: TextAsk[] = await Promise.all(
+    texts.map(async ({ field }, i) => {
+      const indexedOnly = freshness.indexedOnly[i] ?? false;
+      const exact = freshness.exactIndex[i] ?? true;
+      const query = textQuery as string;
+      const scoring = exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query);
+      return { query, field, operator, indexedOnly, scoring };
+    }),
+  );
 
-  // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window.
-  const both = textQuery !== undefined && vector !== undefined;
-  const ranked = both ? window : offset + req.k;
+  // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window; but a
+  // text leg over several columns draws its candidates from each column's best `window` (`readTextFields`).
+  const both = asks.length > 0 && vector !== undefined;
+  const ranked = both || asks.length > 1 ? window : offset + req.k;
   // Both legs read only row ids and their measure, and the winners' columns are read after fusion: Lance's
   // take of columns for every candidate cost more than the search (lance/row-keys.ts). One leg alone reads its
   // few candidates' columns with them, as the extra read after it would cost more (~1.4 ms) than it saves.
@@ -107,10 +117,12 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     fresh: hits.fresh ?? new Set<bigint>(),
   });
   const textLeg = async () => {
-    if (textQuery === undefined || textField === undefined) return undefined;
+    const [one] = asks;
+    if (one === undefined) return undefined;
     const started = performance.now();
-    const ask = { query: textQuery, field: textField, operator, indexedOnly: textOnlyIndexed, scoring };
-    const hits = await readTextLeg(legs, ask);
+    const boosts = texts.map((t) => t.boost);
+    const hits =
+      asks.length === 1 && boosts[0] === 1 ? await readTextLeg(legs, one) : await readTextFields(legs, asks, boosts);
     const ranked = await ranking(hits, 'higher', req.text_weight);
     reports.text = report(hits, started, textIndexed, textOutside, req.text_weight);
     return ranked;

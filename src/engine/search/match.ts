@@ -2,7 +2,7 @@ import type { DataType, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { BadRequest } from '../../errors.js';
-import { ftsColumn } from '../indexes/fts.js';
+import { textFieldsOf } from '../indexes/fts.js';
 import { declarationKey } from '../indexes/registry.js';
 import { ROW_KEY, spellingOf } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
@@ -23,20 +23,31 @@ const { Type } = arrow;
 // Unscored matches: full-text count and token match, and exact match of one column's value.
 
 /**
- * Every row matching a full-text query (docs/api.md), with `columns` (undefined when the query has no token), and
- * the search's receipt.
+ * Every row matching a full-text query (docs/api.md) in its column, or in any of its `text_fields`, with `columns`
+ * (undefined when the query has no token), and the search's receipt.
  */
 async function fullTextMatches(
   table: TableHandle,
   req: MatchRequest,
   columns: string[],
 ): Promise<{ hits: Table | undefined; receipt: Receipt }> {
-  const column = ftsColumn(table, req.field_name, 'field_name');
+  const fields = textFieldsOf(table, { name: 'field_name', value: req.field_name }, req.text_fields);
   const operator = operatorOf(req.operator);
   const tokens = hasTokens(req.query);
-  const { receipt } = await freshnessOf(table, [tokens ? declarationKey('fts', column) : undefined], false);
+  const legs = fields.map(({ field }) => (tokens ? declarationKey('fts', field) : undefined));
+  const { receipt } = await freshnessOf(table, legs, false);
   if (!tokens) return { hits: undefined, receipt };
-  return { hits: await table.rows.textMatches({ query: req.query, field: column, operator }, columns), receipt };
+  const [only] = fields;
+  if (fields.length === 1 && only !== undefined) {
+    return { hits: await table.rows.textMatches({ query: req.query, field: only.field, operator }, columns), receipt };
+  }
+  // A row matching in several columns is one row: told apart by row key, which is all the callers read.
+  const each = await Promise.all(
+    fields.map(({ field }) => table.rows.textMatches({ query: req.query, field, operator }, [ROW_KEY])),
+  );
+  const keys = new Set<bigint>();
+  for (const hits of each) for (const key of hits.getChild(ROW_KEY) ?? []) keys.add(key as bigint);
+  return { hits: new arrow.Table({ [ROW_KEY]: arrow.vectorFromArray([...keys], new arrow.Int64()) }), receipt };
 }
 
 /** The exact number of rows matching a full-text query; no columns are read, the source only counts. */

@@ -1,6 +1,6 @@
 import type { Field } from 'apache-arrow';
 import { BadRequest } from '../../errors.js';
-import { ftsColumn } from '../indexes/fts.js';
+import { type TextField, textFieldsOf } from '../indexes/fts.js';
 import type { Metric } from '../indexes/registry.js';
 import { vectorIndexOf } from '../indexes/vector.js';
 import { checkPredicate } from '../predicate/predicate.js';
@@ -26,9 +26,12 @@ export interface HybridPlan {
   window: number;
   operator: TextOperator;
   filter: string | undefined;
-  /** The text leg's query and column; the query is undefined when it holds no token (the leg does not run). */
+  /**
+   * The text leg's query and columns with their boosts; the query is undefined when it holds no token (the leg
+   * does not run).
+   */
   textQuery: string | undefined;
-  textField: string | undefined;
+  textFields: TextField[];
   /** The vector leg's column, query and metric, when it runs. */
   vector: VectorLegPlan | undefined;
   /** No leg asked for, only a filter: the matching rows in row order, paged. */
@@ -76,9 +79,9 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
   const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, table.schema, 'filter');
 
   let textQuery: string | undefined;
-  let textField: string | undefined;
+  let textFields: TextField[] = [];
   if (req.text_query !== undefined) {
-    textField = ftsColumn(table, req.text_field, 'text_field');
+    textFields = textFieldsOf(table, { name: 'text_field', value: req.text_field }, req.text_fields);
     if (hasTokens(req.text_query)) textQuery = req.text_query;
   }
   let vector: VectorLegPlan | undefined;
@@ -98,5 +101,5 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
       'nothing to search: send a text_query with at least one token, a vector_query, or a filter alone',
     );
   }
-  return { fields, offset, window, operator, filter, textQuery, textField, vector, filterOnly };
+  return { fields, offset, window, operator, filter, textQuery, textFields, vector, filterOnly };
 }
