@@ -157,7 +157,10 @@ export class UnindexedRows {
       indexed.add(declared.key);
       behind = Math.max(behind, unindexed);
     }
-    const deletedRows = (await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN;
+    // Only full-text statistics count deleted rows; reading them lists every version the table keeps, which a
+    // table without full-text indexes need not pay on each write.
+    const deletedRows =
+      this.indexes.fts.length === 0 ? 0 : ((await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN);
     const covered = FRESH_KINDS.filter((kind) => !uncovered.has(kind));
     return { version, rows, indexed, behind, deletedRows, covered };
   }
