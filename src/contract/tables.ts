@@ -31,7 +31,11 @@ const AnalyzerObject = Type.Object(
 export const FtsIndexEntry = Type.Union([
   Type.String(),
   Type.Object(
-    { column: Type.String(), analyzer: Nullable(Type.Union([Type.String(), AnalyzerObject])) },
+    {
+      column: Type.String(),
+      analyzer: Nullable(Type.Union([Type.String(), AnalyzerObject])),
+      positions: Nullable(Type.Boolean()),
+    },
     { additionalProperties: false },
   ),
 ]);
@@ -80,7 +84,7 @@ export const CreateTableBody = Type.Object(
 
 /** A declared index on one column, beside it in `/v1/schema`. */
 export const ColumnIndex = Type.Union([
-  Type.Object({ kind: Type.Literal('fts'), analyzer: CanonicalAnalyzer }),
+  Type.Object({ kind: Type.Literal('fts'), analyzer: CanonicalAnalyzer, positions: Type.Optional(Type.Literal(true)) }),
   Type.Object({ kind: Type.Literal('vector'), metric: Type.String() }),
   Type.Object({ kind: Type.Literal('scalar'), type: Type.String() }),
 ]);
@@ -96,7 +100,9 @@ export const ColumnDescriptor = Type.Object({
 });
 
 export const CanonicalIndexes = Type.Object({
-  fts: Type.Array(Type.Object({ column: Type.String(), analyzer: CanonicalAnalyzer })),
+  fts: Type.Array(
+    Type.Object({ column: Type.String(), analyzer: CanonicalAnalyzer, positions: Type.Optional(Type.Literal(true)) }),
+  ),
   vector: Type.Array(Type.Object({ column: Type.String(), metric: Type.String(), dim: Type.Integer() })),
   scalar: Type.Array(Type.Object({ column: Type.String(), type: Type.String() })),
 });

@@ -139,7 +139,8 @@ export interface FieldSpec {
   nullable?: boolean | null;
 }
 
-export type FtsIndexSpec = string | { column: string; analyzer?: Analyzer | null };
+/** A full-text index; `positions: true` keeps word positions, which phrases in a query (`"red kettle"`) need. */
+export type FtsIndexSpec = string | { column: string; analyzer?: Analyzer | null; positions?: boolean | null };
 
 export interface VectorIndexSpec {
   column: string;
@@ -165,7 +166,7 @@ export interface IndexSpec {
 
 /** A declared index on one column, as the service shows it beside the column. */
 export type ColumnIndex =
-  | { kind: 'fts'; analyzer: Analyzer }
+  | { kind: 'fts'; analyzer: Analyzer; positions?: true }
   | { kind: 'vector'; metric: Metric }
   | { kind: 'scalar'; type: ScalarIndexType };
 
@@ -189,7 +190,7 @@ export interface TableDescription {
   table_name: string;
   schema: ColumnDescriptor[];
   indexes: {
-    fts: { column: string; analyzer: Analyzer }[];
+    fts: { column: string; analyzer: Analyzer; positions?: true }[];
     vector: { column: string; metric: Metric; dim: number }[];
     scalar: { column: string; type: ScalarIndexType }[];
   };

@@ -61,6 +61,8 @@ export function settingsOf(analyzer: Analyzer): AnalyzerSettings {
 export interface FtsIndex {
   column: string;
   analyzer: Analyzer;
+  /** Whether it keeps each token's position, which phrases in a query need; absent when it does not. */
+  positions?: true;
 }
 
 /** The object form of an analyzer as a create_table body gives it: members left out take their defaults. */
@@ -72,7 +74,7 @@ interface AnalyzerInput {
   stop_words?: string | null;
 }
 
-type FtsEntry = string | { column: string; analyzer?: string | AnalyzerInput | null };
+type FtsEntry = string | { column: string; analyzer?: string | AnalyzerInput | null; positions?: boolean | null };
 
 /** A language named in an analyzer's object form, checked (case-insensitive). */
 function languageOf(value: string | null | undefined, where: string): Language | null {
@@ -113,7 +115,7 @@ function analyzerOf(input: string | AnalyzerInput | null | undefined, where: str
   };
 }
 
-export const ftsKind: IndexKind<FtsEntry, FtsIndex, { kind: 'fts'; analyzer: Analyzer }> = {
+export const ftsKind: IndexKind<FtsEntry, FtsIndex, { kind: 'fts'; analyzer: Analyzer; positions?: true }> = {
   columnOf: (entry) => (typeof entry === 'string' ? entry : entry.column),
   declare(entry, field: Field | undefined, where) {
     const column = ftsKind.columnOf(entry);
@@ -124,11 +126,22 @@ export const ftsKind: IndexKind<FtsEntry, FtsIndex, { kind: 'fts'; analyzer: Ana
       );
     }
     const analyzer = analyzerOf(typeof entry === 'string' ? undefined : entry.analyzer, `${where}.analyzer`);
-    return { column, analyzer };
+    return typeof entry !== 'string' && entry.positions === true
+      ? { column, analyzer, positions: true }
+      : { column, analyzer };
   },
-  shown: (declared) => ({ kind: 'fts', analyzer: declared.analyzer }),
+  shown: (declared) => ({
+    kind: 'fts',
+    analyzer: declared.analyzer,
+    ...(declared.positions ? { positions: true } : {}),
+  }),
   noun: 'full-text index',
-  stored: (declared) => ({ type: 'text', column: declared.column, analyzer: declared.analyzer }),
+  stored: (declared) => ({
+    type: 'text',
+    column: declared.column,
+    analyzer: declared.analyzer,
+    ...(declared.positions === true ? { positions: true } : {}),
+  }),
   upkeep: 'fold',
 };
 

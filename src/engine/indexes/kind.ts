@@ -8,7 +8,7 @@ import type { Metric } from './vector.js';
  * is rather than by how one store builds it.
  */
 export type IndexSpec =
-  | { type: 'text'; column: string; analyzer: Analyzer }
+  | { type: 'text'; column: string; analyzer: Analyzer; positions?: boolean }
   | { type: 'ann'; column: string; metric: Metric; dim: number }
   | { type: 'scalar'; column: string; index: ScalarIndexType };
 

@@ -19,7 +19,7 @@ export const LANCE_METRIC: Readonly<Record<Metric, 'cosine' | 'l2' | 'dot'>> = {
  * The Lance FTS settings of each analyzer (docs/api.md, analyzers): stemming and stop words only where the
  * analyzer names a language (LanceDB's defaults would stem English everywhere).
  */
-export function ftsIndex(analyzer: Analyzer): Index {
+export function ftsIndex(analyzer: Analyzer, positions = false): Index {
   const settings = settingsOf(analyzer);
   const language = settings.stem ?? settings.stop_words;
   return Index.fts({
@@ -31,7 +31,8 @@ export function ftsIndex(analyzer: Analyzer): Index {
     // Capitalised as Lance names them; only checked names (`LANGUAGES`) reach here.
     ...(language === null ? {} : { language: `${language[0]?.toUpperCase()}${language.slice(1)}` }),
     maxTokenLength: 255,
-    withPosition: false,
+    // Positions make the index larger and slower to build; only phrase queries need them.
+    withPosition: positions,
   });
 }
 
@@ -56,7 +57,7 @@ const SCALAR: Readonly<Record<ScalarIndexType, () => Index>> = {
 
 /** The Lance index built in this process for a text or scalar index; ANN indexes are trained in the upkeep process (`annIndex`). */
 export function lanceIndex(index: Exclude<IndexSpec, { type: 'ann' }>): Index {
-  return index.type === 'text' ? ftsIndex(index.analyzer) : SCALAR[index.index]();
+  return index.type === 'text' ? ftsIndex(index.analyzer, index.positions === true) : SCALAR[index.index]();
 }
 
 /**

@@ -8,8 +8,8 @@ import { ROW_KEY } from '../tables/schema.js';
 // How the Lance row source's reads run and what Lance's error messages mean. Only engine/lance/ imports LanceDB
 // (the linter holds every other module to that); the rest of the service reaches it through rows/source.ts.
 
-export type { Connection, IndexConfig, Table as LanceTable, VectorQuery } from '@lancedb/lancedb';
-export { connect, Index, MatchQuery, Operator } from '@lancedb/lancedb';
+export type { Connection, FullTextQuery, IndexConfig, Table as LanceTable, VectorQuery } from '@lancedb/lancedb';
+export { BooleanQuery, connect, Index, MatchQuery, Occur, Operator, PhraseQuery } from '@lancedb/lancedb';
 
 /**
  * How the service's Lance reads run (all but a SQL load's: `LOAD_BATCH_ROWS`). Lance scans in batches of up to this

@@ -1,8 +1,19 @@
 import type { Table } from 'apache-arrow';
 import type { Metric } from '../indexes/registry.js';
-import type { Hits, RowId, TextLeg, VectorLeg } from '../rows/source.js';
+import type { Hits, RowId, TextLeg, TextMatch, VectorLeg } from '../rows/source.js';
 import { LANCE_METRIC } from './indexes.js';
-import { type LanceTable, MatchQuery, Operator, PREDICATE_READ, READ_OPTIONS, readAll } from './lance.js';
+import {
+  BooleanQuery,
+  type FullTextQuery,
+  type LanceTable,
+  MatchQuery,
+  Occur,
+  Operator,
+  PhraseQuery,
+  PREDICATE_READ,
+  READ_OPTIONS,
+  readAll,
+} from './lance.js';
 import { rowIdsOf } from './row-keys.js';
 
 // The two legs of a search as Lance queries: what they read, how an ANN index is probed, and Lance's distances
@@ -52,12 +63,26 @@ export function numbersOf(table: Table, name: string): number[] {
 
 const idsOf = (rows: Table, wanted: boolean): RowId[] => (wanted ? (rowIdsOf(rows) as RowId[]) : []);
 
+/**
+ * A text query as Lance takes it: the words as one match query, and with phrases, each phrase and the words as
+ * clauses of a boolean query (any of them under `or`, all under `and`), whose score is the sum of theirs.
+ */
+export function fullTextQuery(match: TextMatch): FullTextQuery {
+  const operator = match.operator === 'AND' ? Operator.And : Operator.Or;
+  const words = new MatchQuery(match.query, match.field, { operator });
+  const phrases = match.phrases ?? [];
+  if (phrases.length === 0) return words;
+  const occur = match.operator === 'AND' ? Occur.Must : Occur.Should;
+  const clauses: [Occur, FullTextQuery][] = phrases.map((phrase) => [occur, new PhraseQuery(phrase, match.field)]);
+  if (/[\p{L}\p{N}]/u.test(match.query)) clauses.push([occur, words]);
+  return new BooleanQuery(clauses);
+}
+
 /** The BM25 leg: hits of the query over its column, higher scores first. */
 export async function textLeg(lance: LanceTable, leg: TextLeg): Promise<Hits> {
-  const operator = leg.operator === 'AND' ? Operator.And : Operator.Or;
   let q = lance
     .query()
-    .fullTextSearch(new MatchQuery(leg.query, leg.field, { operator }))
+    .fullTextSearch(fullTextQuery(leg))
     .select([...leg.columns, '_score'])
     .limit(leg.limit);
   if (leg.ids) q = q.withRowId();

@@ -9,6 +9,7 @@ import {
   type Hits,
   type IndexInfo,
   type IndexStats,
+  type PositionedToken,
   type ReadOptions,
   type RowId,
   type RowReads,
@@ -30,14 +31,12 @@ import {
   isMissingDataset,
   type LanceTable,
   LOAD_BATCH_ROWS,
-  MatchQuery,
-  Operator,
   PREDICATE_READ,
   READ_OPTIONS,
   readAll,
   streamOf,
 } from './lance.js';
-import { textLeg, vectorLeg } from './legs.js';
+import { fullTextQuery, textLeg, vectorLeg } from './legs.js';
 import { RowKeys, readByKeys } from './row-keys.js';
 import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
 
@@ -155,16 +154,18 @@ export class LanceRows extends LanceReads implements RowSource {
     }
   }
 
-  async tokenize(text: string, column: string): Promise<string[]> {
-    return (await this.lance.tokenize(text, { column })).map((token) => token.text);
+  async tokenize(text: string, column: string): Promise<PositionedToken[]> {
+    return (await this.lance.tokenize(text, { column })).map((token) => ({
+      text: token.text,
+      position: token.position,
+    }));
   }
 
   textMatches(match: TextMatch, columns: readonly string[]): Promise<Table> {
-    const operator = match.operator === 'AND' ? Operator.And : Operator.Or;
     return readAll(
       this.lance
         .query()
-        .fullTextSearch(new MatchQuery(match.query, match.field, { operator }))
+        .fullTextSearch(fullTextQuery(match))
         .select([...columns])
         .limit(ALL_ROWS),
     );

@@ -21,9 +21,18 @@ export type TextOperator = 'AND' | 'OR';
 
 /** A full-text query over one indexed column. */
 export interface TextMatch {
+  /** The query's words outside its phrases. */
   query: string;
   field: string;
   operator: TextOperator;
+  /** Phrases the rows must hold, their words in order (`or`: any clause matches; `and`: all). */
+  phrases?: readonly string[];
+}
+
+/** A token and its position in its text. */
+export interface PositionedToken {
+  text: string;
+  position: number;
 }
 
 /** What both legs of a search ask of a source. */
@@ -142,8 +151,11 @@ export interface RowSource extends RowReads {
   // Search.
   textLeg(leg: TextLeg): Promise<Hits>;
   vectorLeg(leg: VectorLeg): Promise<Hits>;
-  /** The tokens a full-text column's analyzer makes of `text` (for texts the service cannot tokenize itself). */
-  tokenize(text: string, column: string): Promise<string[]>;
+  /**
+   * The tokens a full-text column's analyzer makes of `text` (for texts the service cannot tokenize itself), with
+   * the position of each (a dropped stop word leaves a gap that phrases honour).
+   */
+  tokenize(text: string, column: string): Promise<PositionedToken[]>;
   /** Every row matching a full-text query, with `columns` (none: the rows are only counted). */
   textMatches(match: TextMatch, columns: readonly string[]): Promise<Table>;
   /** The row key of each identity a leg handed out, in order; undefined for a row deleted since. */

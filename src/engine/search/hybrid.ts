@@ -21,7 +21,7 @@ import { textScoring } from './text-scoring.js';
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
   const plan = planHybrid(table, req);
   if (plan.filterOnly) return filtered(table, plan, req);
-  const { fields, offset, window, operator, filter, textQuery, textFields, vector } = plan;
+  const { fields, offset, window, operator, filter, textQuery, phrases, textFields, vector } = plan;
   // One entry per text column, then the vector column's.
   const texts = textQuery === undefined ? [] : textFields;
   const freshness = await freshnessOf(
@@ -52,8 +52,11 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
       const indexedOnly = freshness.indexedOnly[i] ?? false;
       const exact = freshness.exactIndex[i] ?? true;
       const query = textQuery as string;
-      const scoring = exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query);
-      return { query, field, operator, indexedOnly, scoring };
+      const scoring =
+        exact || indexedOnly
+          ? undefined
+          : await textScoring(table, receipt.version, field, { words: query, phrases }, operator);
+      return { query, phrases, field, operator, indexedOnly, scoring };
     }),
   );
 

@@ -57,7 +57,9 @@ export interface LegReads {
 
 /** What a text leg searches: its query and column, how terms combine, and how it reads (see `readTextLeg`). */
 export interface TextAsk {
+  /** The query's words outside its phrases. */
   query: string;
+  phrases: readonly string[];
   field: string;
   operator: TextOperator;
   indexedOnly: boolean;
@@ -71,12 +73,13 @@ export interface TextAsk {
  */
 export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
-  const { query, field, operator, indexedOnly, scoring } = ask;
+  const { query, phrases, field, operator, indexedOnly, scoring } = ask;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
   const indexRead = (fresh: boolean) => async (limit: number) => {
     const hits = await readingFilter(() =>
       table.rows.textLeg({
         query,
+        phrases,
         field,
         operator,
         filter,
@@ -93,8 +96,9 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   return readBeside(legs, 'text', {
     index: (fresh) => readLeg(indexRead(fresh), 'higher', ranked, first),
     // The fresh rows' scores are BM25 over the live rows: only beside an index whose scores are rescored so too.
+    // They hold no positions: a query with phrases reads the rows outside the index Lance's way.
     fresh:
-      scoring === undefined || indexedOnly
+      scoring === undefined || indexedOnly || phrases.length > 0
         ? undefined
         : (read) => table.fresh.searchText(read, field, scoring.query, operator, scoring.stats, ranked),
   });

@@ -18,6 +18,7 @@ import {
   type RowsResult,
 } from './request.js';
 import { inRowOrder, rowsWithin } from './result-rows.js';
+import { checkPhrases, parseTextQuery } from './text-query.js';
 
 const { Type } = arrow;
 // Unscored matches: full-text count and token match, and exact match of one column's value.
@@ -34,16 +35,21 @@ async function fullTextMatches(
   const fields = textFieldsOf(table, { name: 'field_name', value: req.field_name }, req.text_fields);
   const operator = operatorOf(req.operator);
   const tokens = hasTokens(req.query);
+  const { words, phrases } = parseTextQuery(req.query, 'query');
+  for (const { field } of fields) checkPhrases(table.indexes.fts, field, { words, phrases }, 'query');
   const legs = fields.map(({ field }) => (tokens ? declarationKey('fts', field) : undefined));
   const { receipt } = await freshnessOf(table, legs, false);
   if (!tokens) return { hits: undefined, receipt };
   const [only] = fields;
   if (fields.length === 1 && only !== undefined) {
-    return { hits: await table.rows.textMatches({ query: req.query, field: only.field, operator }, columns), receipt };
+    return {
+      hits: await table.rows.textMatches({ query: words, phrases, field: only.field, operator }, columns),
+      receipt,
+    };
   }
   // A row matching in several columns is one row: told apart by row key, which is all the callers read.
   const each = await Promise.all(
-    fields.map(({ field }) => table.rows.textMatches({ query: req.query, field, operator }, [ROW_KEY])),
+    fields.map(({ field }) => table.rows.textMatches({ query: words, phrases, field, operator }, [ROW_KEY])),
   );
   const keys = new Set<bigint>();
   for (const hits of each) for (const key of hits.getChild(ROW_KEY) ?? []) keys.add(key as bigint);

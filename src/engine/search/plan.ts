@@ -8,6 +8,7 @@ import type { TextOperator } from '../rows/source.js';
 import { vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
+import { checkPhrases, parseTextQuery } from './text-query.js';
 
 const MAX_WINDOW = 10_000;
 
@@ -31,6 +32,8 @@ export interface HybridPlan {
    * does not run).
    */
   textQuery: string | undefined;
+  /** The text query's phrases (`textQuery` is then its words alone). */
+  phrases: string[];
   textFields: TextField[];
   /** The vector leg's column, query and metric, when it runs. */
   vector: VectorLegPlan | undefined;
@@ -79,10 +82,16 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
   const filter = req.filter === undefined ? undefined : checkPredicate(req.filter, table.schema, 'filter');
 
   let textQuery: string | undefined;
+  let phrases: string[] = [];
   let textFields: TextField[] = [];
   if (req.text_query !== undefined) {
     textFields = textFieldsOf(table, { name: 'text_field', value: req.text_field }, req.text_fields);
-    if (hasTokens(req.text_query)) textQuery = req.text_query;
+    const parsed = parseTextQuery(req.text_query, 'text_query');
+    for (const { field } of textFields) checkPhrases(table.indexes.fts, field, parsed, 'text_query');
+    if (hasTokens(req.text_query)) {
+      textQuery = parsed.words;
+      phrases = parsed.phrases;
+    }
   }
   let vector: VectorLegPlan | undefined;
   if (req.vector_query !== undefined) {
@@ -101,5 +110,5 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
       'nothing to search: send a text_query with at least one token, a vector_query, or a filter alone',
     );
   }
-  return { fields, offset, window, operator, filter, textQuery, textFields, vector, filterOnly };
+  return { fields, offset, window, operator, filter, textQuery, phrases, textFields, vector, filterOnly };
 }

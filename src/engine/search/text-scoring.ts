@@ -1,7 +1,9 @@
 import type { Table } from 'apache-arrow';
-import type { Hits } from '../rows/source.js';
+import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
+import { type Clause, clausesScorer } from '../text/clauses.js';
+import type { TextQuery } from './text-query.js';
 
 /**
  * How a text leg scores its hits itself: BM25 over the live rows (docs/api.md, Freshness), for a leg whose index's
@@ -11,6 +13,9 @@ export interface TextScoring {
   field: string;
   /** The query's tokens under the column's analyzer. */
   query: string[];
+  /** With phrases, the query's clauses (its words, each phrase), scored as Lance scores them (`clausesScorer`). */
+  clauses: Clause[] | undefined;
+  operator: TextOperator;
   stats: CollectionStatistics;
   table: TableHandle;
 }
@@ -20,17 +25,28 @@ export async function textScoring(
   table: TableHandle,
   version: number,
   field: string,
-  query: string,
+  query: TextQuery,
+  operator: TextOperator,
 ): Promise<TextScoring | undefined> {
   const stats = await table.text.at(version, field);
   if (stats === undefined) return undefined;
-  const [tokens = []] = await table.text.tokensOf([query], field);
-  return { field, query: tokens, stats, table };
+  const [tokens = []] = await table.text.tokensOf([query.words], field);
+  if (query.phrases.length === 0) return { field, query: tokens, clauses: undefined, operator, stats, table };
+  const phrases = await table.text.positionedTokensOf(query.phrases, field);
+  const clauses: Clause[] = phrases
+    .filter((p) => p.tokens.length > 0)
+    .map((p) => ({ tokens: p.tokens, offsets: p.positions.map((at) => at - (p.positions[0] as number)) }));
+  if (tokens.length > 0) clauses.push({ tokens });
+  return { field, query: tokens, clauses, operator, stats, table };
 }
 
 /** The hits with their scores replaced by BM25 over the live rows, from the texts the leg read with them. */
 export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> {
   const texts = textColumn(hits.rows, scoring.field);
+  if (scoring.clauses !== undefined) {
+    const rows = await scoring.table.text.positionedTokensOf(texts, scoring.field);
+    return { ...hits, values: rows.map(clausesScorer(scoring.clauses, scoring.operator, scoring.stats)) };
+  }
   const tokens = await scoring.table.text.tokensOf(texts, scoring.field);
   const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
   return { ...hits, values: tokens.map(score) };

@@ -1,12 +1,18 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { Analyzer, FtsIndex } from '../indexes/registry.js';
-import type { Snapshot } from '../rows/source.js';
+import type { PositionedToken, Snapshot } from '../rows/source.js';
 import type { Difference } from '../tables/changes.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
 
-/** Lance's tokens of a text under a column's analyzer, for the texts `analyze` leaves to it. */
-export type LanceTokens = (text: string, column: string) => Promise<string[]>;
+/** Lance's tokens of a text under a column's analyzer, with their positions, for the texts `analyze` leaves to it. */
+export type LanceTokens = (text: string, column: string) => Promise<PositionedToken[]>;
+
+/** A text's tokens and the position of each (`analyze` leaves no gaps: its positions are 0, 1, 2, …). */
+export interface PositionedTokens {
+  tokens: string[];
+  positions: number[];
+}
 
 /** The texts of a write's rows, by full-text column (null for a null text). */
 export type ColumnTexts = ReadonlyMap<string, readonly (string | null)[]>;
@@ -247,11 +253,26 @@ export class TextStatistics {
     return this.tokens(texts, fts);
   }
 
+  /** Each text's tokens under a full-text column's analyzer, with their positions (phrases need them). */
+  positionedTokensOf(texts: readonly (string | null)[], column: string): Promise<PositionedTokens[]> {
+    const fts = this.fts.find((f) => f.column === column);
+    if (fts === undefined) throw new Error(`column "${column}" has no full-text index`);
+    return Promise.all(
+      texts.map(async (text) => {
+        if (text === null) return { tokens: [], positions: [] };
+        const here = analyze(text, fts.analyzer);
+        if (here !== undefined) return { tokens: here, positions: here.map((_, i) => i) };
+        const lance = await this.lanceTokens(text, fts.column);
+        return { tokens: lance.map((t) => t.text), positions: lance.map((t) => t.position) };
+      }),
+    );
+  }
+
   private async tokens(texts: readonly (string | null)[], fts: { column: string; analyzer: Analyzer }) {
     return Promise.all(
       texts.map(async (text) => {
         if (text === null) return [];
-        return analyze(text, fts.analyzer) ?? (await this.lanceTokens(text, fts.column));
+        return analyze(text, fts.analyzer) ?? (await this.lanceTokens(text, fts.column)).map((t) => t.text);
       }),
     );
   }
