@@ -137,7 +137,7 @@ export async function sendRows(
     const text =
       bytes <= INLINE_ENCODE_BYTES
         ? jsonText(result.rows, cap)
-        : asBuffer(await ctx.workers.json.encode(ipcOf(result), cap));
+        : asBuffer(await ctx.workers.json.encode(ipcOf(result), cap, result.stream !== undefined));
     return reply.type(JSON_TYPE).send(withMembers(text, result.members));
   }
   return reply.type(ARROW_STREAM).send(asBuffer(ipcOf(result)));

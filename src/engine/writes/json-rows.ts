@@ -97,9 +97,13 @@ export class JsonThread {
     return { batches: arrow.RecordBatchReader.from(ipc).readAll(), stream: ipc };
   }
 
-  /** `{"data": [row, ...]}` as UTF-8 text, for the rows of an IPC stream; longer than `maxChars` is a 400. */
-  encode(ipc: Uint8Array, maxChars: number): Promise<Uint8Array> {
-    return this.run({ op: 'encode', ipc, maxChars }, movable(ipc));
+  /**
+   * `{"data": [row, ...]}` as UTF-8 text, for the rows of an IPC stream; longer than `maxChars` is a 400. `shared`:
+   * other views of the stream's memory live on (a write's rows, which the fresh rows hold): it is copied to the
+   * thread rather than moved, which would leave them on memory that is gone.
+   */
+  encode(ipc: Uint8Array, maxChars: number, shared = false): Promise<Uint8Array> {
+    return this.run({ op: 'encode', ipc, maxChars }, shared ? [] : movable(ipc));
   }
 
   async close(): Promise<void> {
