@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { ftsIndex } from '../src/engine/lance/indexes.js';
 import { analyzableHere, analyze } from '../src/engine/text/analyzer.js';
+import { tokenizeMany } from '../src/engine/text/tokenize-many.js';
 
 // The service's own tokenizer against Lance's, on random text: BM25's statistics and term frequencies are only
 // exact if both make the same tokens of every text.
@@ -140,4 +141,53 @@ describe('the documented tokens of each analyzer (docs/api.md, analyzers)', () =
       db.close();
     }
   });
+});
+
+describe('many texts tokenized in one call (tokenizeMany)', () => {
+  const WORDS = [
+    'The',
+    'running',
+    'foxes',
+    'and',
+    'of',
+    'a',
+    'Café',
+    'viewers',
+    '',
+    ' ',
+    ',',
+    'it',
+    'is',
+    'x'.repeat(300),
+  ];
+  const sentence = fc.array(fc.constantFrom(...WORDS, ...PIECES), { maxLength: 12 }).map((parts) => parts.join(' '));
+
+  test.each(['english', 'standard'] as const)(
+    'give each text the tokens and positions it has alone (%s)',
+    async (analyzer) => {
+      const db = await connect(dir);
+      const own = await db.createTable(`many_${analyzer}`, [{ body: 'x' }]);
+      await own.createIndex('body', { config: ftsIndex(analyzer) });
+      const one = async (t: string) =>
+        (await own.tokenize(t, { column: 'body' })).map((x) => ({ text: x.text, position: x.position }));
+      try {
+        await fc.assert(
+          fc.asyncProperty(fc.array(sentence, { maxLength: 30 }), async (texts) => {
+            const many = await tokenizeMany(texts, one);
+            const alone = await Promise.all(
+              texts.map(async (t) => {
+                const tokens = await one(t);
+                return { tokens: tokens.map((x) => x.text), positions: tokens.map((x) => x.position) };
+              }),
+            );
+            expect(many).toEqual(alone);
+          }),
+          { numRuns: 60 },
+        );
+      } finally {
+        own.close();
+        db.close();
+      }
+    },
+  );
 });

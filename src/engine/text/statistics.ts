@@ -4,6 +4,7 @@ import type { PositionedToken, Snapshot } from '../rows/source.js';
 import type { Difference } from '../tables/changes.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
+import { tokenizeMany } from './tokenize-many.js';
 
 /** Lance's tokens of a text under a column's analyzer, with their positions, for the texts `analyze` leaves to it. */
 export type LanceTokens = (text: string, column: string) => Promise<PositionedToken[]>;
@@ -257,24 +258,42 @@ export class TextStatistics {
   positionedTokensOf(texts: readonly (string | null)[], column: string): Promise<PositionedTokens[]> {
     const fts = this.fts.find((f) => f.column === column);
     if (fts === undefined) throw new Error(`column "${column}" has no full-text index`);
-    return Promise.all(
-      texts.map(async (text) => {
-        if (text === null) return { tokens: [], positions: [] };
-        const here = analyze(text, fts.analyzer);
-        if (here !== undefined) return { tokens: here, positions: here.map((_, i) => i) };
-        const lance = await this.lanceTokens(text, fts.column);
-        return { tokens: lance.map((t) => t.text), positions: lance.map((t) => t.position) };
-      }),
-    );
+    return this.positioned(texts, fts);
+  }
+
+  /**
+   * Tokens here where the service's own analyzer can make them; the rest from Lance, many texts a call
+   * (`tokenizeMany`): one call per text cost ~0.35 ms, and a stemmed column's statistics of 12k rows took 8.6 s.
+   */
+  private async positioned(
+    texts: readonly (string | null)[],
+    fts: { column: string; analyzer: Analyzer },
+  ): Promise<PositionedTokens[]> {
+    const out: PositionedTokens[] = new Array(texts.length);
+    const left: number[] = [];
+    texts.forEach((text, i) => {
+      if (text === null) {
+        out[i] = { tokens: [], positions: [] };
+        return;
+      }
+      const here = analyze(text, fts.analyzer);
+      if (here === undefined) left.push(i);
+      else out[i] = { tokens: here, positions: here.map((_, at) => at) };
+    });
+    if (left.length > 0) {
+      const lance = await tokenizeMany(
+        left.map((i) => texts[i] as string),
+        (text) => this.lanceTokens(text, fts.column),
+      );
+      left.forEach((i, j) => {
+        out[i] = lance[j] as PositionedTokens;
+      });
+    }
+    return out;
   }
 
   private async tokens(texts: readonly (string | null)[], fts: { column: string; analyzer: Analyzer }) {
-    return Promise.all(
-      texts.map(async (text) => {
-        if (text === null) return [];
-        return analyze(text, fts.analyzer) ?? (await this.lanceTokens(text, fts.column)).map((t) => t.text);
-      }),
-    );
+    return (await this.positioned(texts, fts)).map((t) => t.tokens);
   }
 }
 
