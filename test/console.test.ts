@@ -1,0 +1,333 @@
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll, describe, expect, onTestFailed, test } from 'vitest';
+import { CONSOLE_CSP } from '../src/http/console.js';
+import { type BrowserPage, openBrowser } from './support/browser.js';
+import { capturedLogs } from './support/logs.js';
+import { startStrata, type TestServer } from './support/strata.js';
+
+/**
+ * The web console (docs/console.md) in real headless Chromium against a real server, as a user goes through it:
+ * sign in, register and verify a database, create a table, load files, browse, search and explain, SQL, sign out.
+ * Slow: it drives a browser (Debian's chromium) for about 20 s; the build it serves comes from the global setup.
+ * The tests run in order and share the page; each saves a screenshot to test/artifacts/ when it fails.
+ */
+
+let server: TestServer;
+let browser: BrowserPage;
+let key: string;
+let files: string;
+/** Rows in the CSV file: more than one request's worth (console/src/panels/load.tsx sends 5000 a request). */
+const CSV_ROWS = 12_000;
+const LONG_TITLE = `kettle ${'very long words '.repeat(20)}end`;
+
+beforeAll(async () => {
+  server = await startStrata();
+  const account = await server.as('acme');
+  key = (account.auth.authorization ?? '').replace(/^Bearer /, '');
+  files = mkdtempSync(join(tmpdir(), 'strata-console-files-'));
+  browser = await openBrowser();
+}, 60_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await server?.close();
+  if (files !== undefined) rmSync(files, { recursive: true, force: true });
+});
+
+/** Screenshots of the page as it was when a test failed, named for the panel. */
+function screenshotOnFailure(name: string): void {
+  onTestFailed(async () => {
+    await browser.screenshot(`console-${name}`);
+  });
+}
+
+const csvFile = () => {
+  const lines = ['id,title,price,emb'];
+  for (let id = 0; id < CSV_ROWS; id++) {
+    const title = id === 3 ? LONG_TITLE : `${['red', 'blue', 'green'][id % 3]} kettle, number ${id}`;
+    lines.push(`${id},"${title}",${(id % 50) + 0.5},"[${Math.cos(id).toFixed(4)}, ${Math.sin(id).toFixed(4)}, 0.5]"`);
+  }
+  return Buffer.from(`${lines.join('\r\n')}\r\n`);
+};
+
+describe('the console, in a browser', () => {
+  test('its pages are public, with a strict Content-Security-Policy', async () => {
+    screenshotOnFailure('headers');
+    const redirect = await fetch(`${server.url}/console`, { redirect: 'manual' });
+    expect(redirect.status).toBe(301);
+    expect(redirect.headers.get('location')).toBe('/console/');
+    const response = await browser.page.goto(`${server.url}/console`);
+    expect(response?.status()).toBe(200);
+    const headers = response?.headers() ?? {};
+    expect(headers['content-security-policy']).toBe(CONSOLE_CSP);
+    expect(CONSOLE_CSP).toContain("default-src 'none'");
+    expect(CONSOLE_CSP).toContain("script-src 'self'");
+    expect(CONSOLE_CSP).toContain("style-src 'self'");
+    expect(CONSOLE_CSP).toContain("frame-ancestors 'none'");
+    expect(headers['x-content-type-options']).toBe('nosniff');
+    expect(headers['referrer-policy']).toBe('no-referrer');
+    // Its assets carry the same headers, and so does every file the build holds.
+    const html = await (await fetch(`${server.url}/console/`)).text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/console\/assets\/[^"]+)"/g)].map((match) => match[1]);
+    expect(assets.length).toBeGreaterThanOrEqual(2);
+    for (const asset of assets) {
+      const reply = await fetch(`${server.url}${asset}`);
+      expect(reply.status).toBe(200);
+      expect(reply.headers.get('content-security-policy')).toBe(CONSOLE_CSP);
+    }
+    // No inline script or style the CSP would refuse.
+    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+    expect(html).not.toMatch(/<style|style="/);
+  });
+
+  test('sign-in refuses a wrong key with the server’s code, then takes a good one, by keyboard', async () => {
+    screenshotOnFailure('signin');
+    const { page } = browser;
+    await page.locator('#api-key').focus();
+    await page.keyboard.type('sk_wrongwrongwrongwrongwrongwrongwrong');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.error').textContent()).toContain('unauthorized');
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+    await page.locator('#api-key').fill(key);
+    await page.keyboard.press('Enter');
+    await page.locator('#databases-title').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('strata.apiKey'))).toBe(key);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await browser.context.cookies()).toEqual([]);
+  });
+
+  test('registers a local database, shows the external id, verifies it with each check’s time', async () => {
+    screenshotOnFailure('databases');
+    const { page } = browser;
+    await page.locator('#register-name').fill('shop');
+    await page.locator('#register-bucket').fill('shop');
+    await page.locator('.register button[type=submit]').click();
+    await page.locator('tr[data-database="shop"]').waitFor();
+    await expect.poll(() => page.locator('[data-external-id]').textContent()).toMatch(/^ext_/);
+    await page.locator('tr[data-database="shop"] button', { hasText: 'Verify' }).click();
+    const checks = page.locator('.verify tr[data-step]');
+    await expect.poll(() => checks.count()).toBe(6);
+    expect(await page.locator('.verify tr[data-step="put"]').textContent()).toMatch(/ok\d+(\.\d+)? (ms|s)/);
+    await expect
+      .poll(() => page.locator('tr[data-database="shop"] .state').textContent(), { timeout: 15_000 })
+      .toBe('active');
+  });
+
+  test('creates a table with indexes, and shows its columns, indexes and index health', async () => {
+    screenshotOnFailure('database');
+    const { page } = browser;
+    await page.locator('a', { hasText: /^shop$/ }).click();
+    await page.locator('#database-title').waitFor();
+    await page.locator('#create-name').fill('products');
+    const column = (n: number, what: string) => page.getByLabel(`Column ${n} ${what}`, { exact: true });
+    await column(2, 'name').fill('title');
+    await column(2, 'index').selectOption('fts:ascii_lower');
+    await page.getByRole('button', { name: 'Add column' }).click();
+    await column(3, 'name').fill('price');
+    await column(3, 'type').selectOption('f64');
+    await column(3, 'index').selectOption('scalar:btree');
+    await page.getByRole('button', { name: 'Add column' }).click();
+    await column(4, 'name').fill('emb');
+    await column(4, 'type').selectOption('vector');
+    await column(4, 'dimensions').fill('3');
+    await column(4, 'index').selectOption('vector:cosine');
+    await page.getByRole('button', { name: 'Create table' }).click();
+    const card = page.locator('article[data-table="products"]');
+    await card.waitFor();
+    await expect.poll(() => card.locator('.rows-count').textContent()).toBe('0 rows');
+    await expect.poll(() => card.locator('table.schema').textContent()).toContain('vector(3)');
+    const schema = await card.locator('table.schema').textContent();
+    expect(schema).toContain('full-text (ascii_lower)');
+    expect(schema).toContain('vector (cosine)');
+    expect(schema).toContain('scalar (btree)');
+    await expect.poll(() => card.locator('table.health tr[data-index]').count()).toBe(2);
+  });
+
+  test('loads a CSV file with progress through idempotent appends; loading it again writes nothing twice', async () => {
+    screenshotOnFailure('load');
+    const { page } = browser;
+    await page.locator('article[data-table="products"] a.button', { hasText: 'Browse' }).click();
+    await page.locator('#table-title').waitFor();
+    await page.locator('#load-file').setInputFiles({ name: 'products.csv', mimeType: 'text/csv', buffer: csvFile() });
+    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('products.csv: csv, 12,000 rows');
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    const report = page.locator('.load-report');
+    await expect
+      .poll(() => report.textContent(), { timeout: 20_000 })
+      .toMatch(/Loaded 12,000 rows in 3 requests \(0 already there\)/);
+    expect(await page.locator('.progress progress').getAttribute('value')).toBe(String(CSV_ROWS));
+    // Sent again with the same keys, every request is answered as already done, and the table keeps 12,000 rows.
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    await expect.poll(() => report.textContent(), { timeout: 20_000 }).toMatch(/in 3 requests \(3 already there\)/);
+    const count = await server
+      .withAuth(`Bearer ${key}`)
+      .post<{ tables: { num_rows: number }[] }>('/v1/list_tables/shop');
+    expect(count.json.tables[0]?.num_rows).toBe(CSV_ROWS);
+  });
+
+  test('loads JSON Lines and Parquet files too', async () => {
+    screenshotOnFailure('load-more');
+    const { page } = browser;
+    const jsonl = `${JSON.stringify({ id: 20_000, title: 'jsonl kettle', price: 1.5, emb: [1, 0, 0] })}\n`;
+    await page
+      .locator('#load-file')
+      .setInputFiles({ name: 'more.jsonl', mimeType: 'application/x-ndjson', buffer: Buffer.from(jsonl) });
+    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.jsonl: jsonl, 1 rows');
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 1 rows in 1 requests/);
+    const parquet = join(files, 'more.parquet');
+    const instance = await DuckDBInstance.create(':memory:');
+    const connection = await instance.connect();
+    await connection.run(
+      `COPY (SELECT 30000 + i AS id, 'parquet kettle ' || i AS title, i * 1.0 AS price, [0.0, 1.0, i * 1.0]::FLOAT[3] AS emb FROM range(2) t(i)) TO '${parquet}' (FORMAT PARQUET)`,
+    );
+    connection.closeSync();
+    instance.closeSync();
+    await page.locator('#load-file').setInputFiles(parquet);
+    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.parquet: parquet, 2 rows');
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 2 rows in 1 requests/);
+    const rows = await server
+      .withAuth(`Bearer ${key}`)
+      .request<{ data: Record<string, unknown>[] }>(
+        'POST',
+        '/v1/query_sql/shop',
+        { query: 'SELECT id, title, emb FROM products WHERE id >= 20000 ORDER BY id' },
+        { accept: 'application/json' },
+      );
+    expect(rows.json.data).toEqual([
+      { id: 20_000, title: 'jsonl kettle', emb: [1, 0, 0] },
+      { id: 30_000, title: 'parquet kettle 0', emb: [0, 1, 0] },
+      { id: 30_001, title: 'parquet kettle 1', emb: [0, 1, 1] },
+    ]);
+  });
+
+  test('browses rows a page at a time, long text shortened, a row opened in full', async () => {
+    screenshotOnFailure('browse');
+    const { page } = browser;
+    await expect.poll(() => page.locator('.page-info').textContent()).toBe('rows 1–25');
+    const grid = page.locator('table.grid').first();
+    expect(await grid.locator('tbody tr').count()).toBe(25);
+    const long = await grid.locator('tbody tr').nth(3).textContent();
+    expect(long).toContain(`… (${LONG_TITLE.length} chars)`);
+    expect(long).not.toContain(LONG_TITLE);
+    await page.getByRole('button', { name: 'Next →' }).click();
+    await expect.poll(() => page.locator('.page-info').textContent()).toBe('rows 26–50');
+    await expect.poll(() => grid.locator('tbody tr').first().locator('td').nth(1).textContent()).toBe('25');
+    await page.getByRole('button', { name: '← Previous' }).click();
+    await expect.poll(() => page.locator('.page-info').textContent()).toBe('rows 1–25');
+    // Keyboard: the row's button takes Enter, Escape closes the dialog.
+    await page.getByRole('button', { name: 'Open row 4' }).focus();
+    await page.keyboard.press('Enter');
+    await page.locator('dialog.row-dialog[open]').waitFor();
+    expect(await page.locator('dialog.row-dialog pre').textContent()).toContain(LONG_TITLE);
+    await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('dialog.row-dialog').count()).toBe(0);
+    // A filter narrows the pages.
+    await page.locator('#browse-filter').fill('id < 3');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.locator('.page-info').textContent()).toBe('rows 1–3');
+  });
+
+  test('searches by text and vector, explains a hit, and shows the request as curl and client code', async () => {
+    screenshotOnFailure('search');
+    const { page } = browser;
+    await page.locator('.crumbs a', { hasText: 'Search' }).click();
+    await page.locator('#search-title').waitFor();
+    await expect.poll(() => page.getByLabel('Text field 1', { exact: true }).inputValue()).toBe('title');
+    await expect.poll(() => page.locator('#search-vector-field').inputValue()).toBe('emb');
+    await page.locator('#search-text').fill('red kettle');
+    await page.locator('#search-vector').fill('[1, 0, 0.5]');
+    await page.locator('#search-filter').fill('price < 40');
+    await page.locator('#search-k').fill('5');
+    await page.getByRole('button', { name: 'Search', exact: true }).click();
+    const results = page.locator('.results table.grid').last();
+    await expect.poll(() => results.locator('tbody tr').count()).toBe(5);
+    const head = await results.locator('thead').textContent();
+    expect(head).toContain('_score');
+    expect(head).toContain('_bm25');
+    expect(head).toContain('_distance');
+    expect(await page.locator('table.explain-summary').textContent()).toContain('text');
+    await page.getByRole('button', { name: 'Open row 1' }).click();
+    await page.locator('dialog.row-dialog[open]').waitFor();
+    const legs = page.locator('dialog.row-dialog table.explain-row');
+    await expect.poll(() => legs.locator('tr[data-leg="text"]').textContent()).toMatch(/text\d+/);
+    // The vector leg ran; the best fused row need not be among its candidates.
+    expect(await legs.locator('tr[data-leg="vector"]').textContent()).toMatch(/^vector(\d+|not returned)/);
+    if (process.env.STRATA_CONSOLE_SCREENSHOT !== undefined) {
+      await page.locator('dialog.row-dialog button', { hasText: 'Close' }).click();
+      await page.screenshot({ path: process.env.STRATA_CONSOLE_SCREENSHOT });
+    } else await page.keyboard.press('Escape');
+    await expect.poll(() => page.locator('dialog.row-dialog').count()).toBe(0);
+    await page.locator('details.request summary').click();
+    const curl = await page.locator('pre[data-copy="curl"]').textContent();
+    expect(curl).toContain(`${server.url}/v1/hybrid_search/shop`);
+    expect(curl).toContain('"text_field":"title"');
+    expect(curl).toContain('$STRATA_API_KEY');
+    expect(curl).not.toContain(key);
+    const code = await page.locator('pre[data-copy="@strata/client"]').textContent();
+    expect(code).toContain('searchWithReceipt');
+    expect(code).toContain('textField: "title"');
+  });
+
+  test('runs SQL with Ctrl+Enter, shows the time, downloads CSV, and shows an error with its code', async () => {
+    screenshotOnFailure('sql');
+    const { page } = browser;
+    await page.locator('.crumbs a', { hasText: 'SQL' }).click();
+    const editor = page.locator('#sql-editor');
+    await editor.fill('SELECT id, title FROM products WHERE id < 3 ORDER BY id');
+    await editor.press('Control+Enter');
+    await expect.poll(() => page.locator('.result-summary').textContent()).toMatch(/^3 rows in \d/);
+    const downloading = page.waitForEvent('download');
+    await page.getByRole('link', { name: 'Download CSV' }).click();
+    const download = await downloading;
+    expect(download.suggestedFilename()).toBe('shop-query.csv');
+    const csv = readFileSync((await download.path()) ?? '', 'utf8');
+    expect(csv).toBe(
+      'id,title\r\n0,"red kettle, number 0"\r\n1,"blue kettle, number 1"\r\n2,"green kettle, number 2"\r\n',
+    );
+    await editor.fill('SELECT nope FROM products');
+    await editor.press('Control+Enter');
+    await expect.poll(() => page.locator('.error .error-code').textContent()).toBe('bad_request · HTTP 400');
+    expect(await page.locator('.error .error-message').textContent()).toMatch(/nope/);
+  });
+
+  test('is readable 390 px wide: nothing runs off the side of the page', async () => {
+    screenshotOnFailure('narrow');
+    const { page } = browser;
+    for (const view of ['#/db/shop/search', '#/db/shop/t/products', '#/db/shop', '#/']) {
+      await page.setViewportSize({ width: 390, height: 800 });
+      await page.evaluate((hash) => {
+        location.hash = hash;
+      }, view);
+      await page.waitForTimeout(300);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth), view).toBeLessThanOrEqual(390);
+    }
+    await page.setViewportSize({ width: 1280, height: 800 });
+  });
+
+  test('sign-out forgets the key', async () => {
+    screenshotOnFailure('signout');
+    const { page } = browser;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#api-key').waitFor();
+    expect(await page.evaluate(() => sessionStorage.getItem('strata.apiKey'))).toBeNull();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+  });
+
+  test('the page asked no other host, put the key in no URL, broke no CSP rule; the log holds no key', () => {
+    const origin = new URL(server.url).origin;
+    const others = browser.requests.filter((url) => !url.startsWith('blob:') && new URL(url).origin !== origin);
+    expect(others).toEqual([]);
+    expect(browser.requests.length).toBeGreaterThan(10);
+    expect(browser.requests.filter((url) => url.includes(key) || url.includes(key.slice(0, 24)))).toEqual([]);
+    expect(browser.complaints.filter((text) => !/401|400 \(Bad Request\)/.test(text))).toEqual([]);
+    const logs = capturedLogs().join('');
+    expect(logs).toContain('/v1/hybrid_search/shop');
+    expect(logs).not.toContain(key);
+    expect(logs).not.toContain(key.slice(0, 24));
+  });
+});
