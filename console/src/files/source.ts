@@ -62,7 +62,15 @@ export async function readFile(file: File, columns: readonly ColumnShape[]): Pro
 async function parquetRows(buffer: ArrayBuffer, columns: readonly ColumnShape[]): Promise<Record<string, unknown>[]> {
   const { parquetReadObjects } = await import('hyparquet');
   const types = new Map(columns.map((column) => [column.name.toLowerCase(), column.type]));
-  const read = await parquetReadObjects({ file: buffer });
+  let read: Record<string, unknown>[];
+  try {
+    read = await parquetReadObjects({ file: buffer });
+  } catch (err) {
+    // Its other codecs' decoders are WebAssembly, which the console's CSP does not let run.
+    throw new Error(
+      `cannot read this Parquet file here: ${err instanceof Error ? err.message : String(err)}. The console reads Parquet that is uncompressed or Snappy-compressed (the usual default); \`strata load\` reads every codec.`,
+    );
+  }
   return read.map((row) => {
     const out: Record<string, unknown> = {};
     for (const [name, value] of Object.entries(row)) out[name] = jsonValue(value, types.get(name.toLowerCase()));
