@@ -259,7 +259,7 @@ describe('the console, in a browser', () => {
     expect(await legs.locator('tr[data-leg="vector"]').textContent()).toMatch(/^vector(\d+|not returned)/);
     if (process.env.STRATA_CONSOLE_SCREENSHOT !== undefined) {
       await page.locator('dialog.row-dialog button', { hasText: 'Close' }).click();
-      await page.screenshot({ path: process.env.STRATA_CONSOLE_SCREENSHOT });
+      await page.screenshot({ path: process.env.STRATA_CONSOLE_SCREENSHOT, fullPage: true });
     } else await page.keyboard.press('Escape');
     await expect.poll(() => page.locator('dialog.row-dialog').count()).toBe(0);
     await page.locator('details.request summary').click();
