@@ -3,6 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, onTestFailed, test } from 'vitest';
+import { parseCsv, rowsOfCsv, rowsOfJsonLines } from '../console/src/files/csv.js';
+import { cellText, toCsv } from '../console/src/format.js';
+import { bodyOf, curlOf } from '../console/src/search-request.js';
 import { CONSOLE_CSP } from '../src/http/console.js';
 import { type BrowserPage, openBrowser } from './support/browser.js';
 import { capturedLogs } from './support/logs.js';
@@ -52,6 +55,80 @@ const csvFile = () => {
   }
   return Buffer.from(`${lines.join('\r\n')}\r\n`);
 };
+
+describe('what the console reads and writes, without a browser', () => {
+  test('CSV: quoted delimiters, quotes, line breaks, CRLF and a byte-order mark', () => {
+    const text = '\ufeffid,title\r\n1,"a, ""b""\nc"\r\n2,plain\r\n\r\n';
+    expect(parseCsv(text)).toEqual([
+      ['id', 'title'],
+      ['1', 'a, "b"\nc'],
+      ['2', 'plain'],
+    ]);
+    expect(parseCsv('a\tb\n1\t2', '\t')).toEqual([
+      ['a', 'b'],
+      ['1', '2'],
+    ]);
+    expect(() => parseCsv('a\n"open')).toThrow(/inside a quoted field/);
+  });
+
+  test("CSV text becomes the JSON each column takes; what does not parse goes as it is, for the server's message", () => {
+    const columns = [
+      { name: 'id', type: 'i64' },
+      { name: 'small', type: 'i32' },
+      { name: 'price', type: 'f64' },
+      { name: 'ok', type: 'bool' },
+      { name: 'emb', type: 'vector' },
+      { name: 'Title', type: 'utf8' },
+    ];
+    const records = parseCsv('ID,small,price,ok,emb,title\n9007199254740993,7,2.5,TRUE,"[1, 2]",x\n,x7,,0,,\n');
+    expect(rowsOfCsv(records, columns)).toEqual([
+      { id: '9007199254740993', small: 7, price: 2.5, ok: true, emb: [1, 2], Title: 'x' },
+      { id: null, small: 'x7', price: null, ok: false, emb: null, Title: null },
+    ]);
+    expect(rowsOfJsonLines('{"a":1}\n\n{"a":2}\n')).toEqual([{ a: 1 }, { a: 2 }]);
+    expect(() => rowsOfJsonLines('{"a":1}\n[2]')).toThrow(/line 2 is not a JSON object/);
+  });
+
+  test('cells are shortened, CSV downloads quote what needs quoting', () => {
+    expect(cellText('x'.repeat(100))).toBe(`${'x'.repeat(80)}… (100 chars)`);
+    expect(cellText([0.123456789, 2, 3, 4, 5, 6])).toBe('[0.123457, 2, 3, 4, … 6 items]');
+    expect(cellText(null)).toBe('');
+    expect(
+      toCsv(
+        ['a', 'b'],
+        [
+          { a: 'x,y', b: [1, 2] },
+          { a: 'say "hi"', b: null },
+        ],
+      ),
+    ).toBe('a,b\r\n"x,y","[1,2]"\r\n"say ""hi""",\r\n');
+  });
+
+  test('a search as curl: the body the API takes, shell-quoted, the key as a variable', () => {
+    const search = { text: 'red', textField: 'title', k: 5, filter: "name = 'x'" };
+    expect(bodyOf('t', search)).toEqual({
+      table_name: 't',
+      text_query: 'red',
+      text_field: 'title',
+      k: 5,
+      filter: "name = 'x'",
+    });
+    const curl = curlOf('http://127.0.0.1:8080', 'shop', 't', search);
+    expect(curl).toContain('Authorization: Bearer $STRATA_API_KEY');
+    // A single quote closes the shell word, is escaped, and opens it again.
+    expect(curl).toContain(`"filter":"name = '\\''x'\\''"`);
+    const fields = [
+      { field: 'a', boost: 2 },
+      { field: 'b', boost: 1 },
+    ];
+    expect(bodyOf('t', { text: 'red', textFields: fields, k: 1 })).toEqual({
+      table_name: 't',
+      text_query: 'red',
+      text_fields: fields,
+      k: 1,
+    });
+  });
+});
 
 describe('the console, in a browser', () => {
   test('its pages are public, with a strict Content-Security-Policy', async () => {

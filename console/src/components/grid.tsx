@@ -18,6 +18,12 @@ export function Grid({ rows, columns, detail, caption }: GridProps) {
   const [open, setOpen] = useState<number | undefined>(undefined);
   const names = [...new Set([...(columns ?? []), ...columnsOf(rows)])].filter((name) => name !== '_explain');
   if (rows.length === 0) return <p class="muted">No rows.</p>;
+  // Numbers line up on the right, headers over them too.
+  const numeric = new Set(
+    names.filter((name) =>
+      rows.every((row) => row[name] === null || row[name] === undefined || typeof row[name] === 'number'),
+    ),
+  );
   const opened = open === undefined ? undefined : rows[open];
   return (
     <div class="grid-wrap">
@@ -29,7 +35,7 @@ export function Grid({ rows, columns, detail, caption }: GridProps) {
               <span class="visually-hidden">Open</span>
             </th>
             {names.map((name) => (
-              <th scope="col" key={name}>
+              <th scope="col" key={name} class={numeric.has(name) ? 'num' : undefined}>
                 {name}
               </th>
             ))}

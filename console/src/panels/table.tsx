@@ -32,7 +32,7 @@ export function TablePanel({ strata, db, table }: { strata: Strata; db: string; 
     handle
       .search({ filter: applied, k: pageSize, offset }, { rows: true })
       .then((rows) => {
-        if (current) setPage({ offset, rows: rows as Record<string, unknown>[] });
+        if (current) setPage({ offset, rows: (rows as Record<string, unknown>[]).map(withoutScores) });
       })
       .catch((err: unknown) => {
         if (!current) return;
@@ -111,4 +111,10 @@ export function TablePanel({ strata, db, table }: { strata: Strata; db: string; 
       )}
     </section>
   );
+}
+
+/** A filter-only search answers `_score`, `_bm25` and `_distance` as null on every row: nothing to show. */
+function withoutScores(row: Record<string, unknown>): Record<string, unknown> {
+  const { _score, _bm25, _distance, ...columns } = row;
+  return columns;
 }
