@@ -245,7 +245,7 @@ describe('the console, in a browser', () => {
     expect(count.json.tables[0]?.num_rows).toBe(CSV_ROWS);
   });
 
-  test('loads JSON Lines and Parquet files too', async () => {
+  test('loads JSON Lines, Parquet and Arrow files too', async () => {
     screenshotOnFailure('load-more');
     const { page } = browser;
     const jsonl = `${JSON.stringify({ id: 20_000, title: 'jsonl kettle', price: 1.5, emb: [1, 0, 0] })}\n`;
@@ -267,6 +267,25 @@ describe('the console, in a browser', () => {
     await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.parquet: parquet, 2 rows');
     await page.getByRole('button', { name: 'Load', exact: true }).click();
     await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 2 rows in 1 requests/);
+    // An Arrow IPC stream as Strata itself answers one: the console sends it as Arrow, re-batched by the client.
+    const arrow = await server.withAuth(`Bearer ${key}`).raw(
+      'POST',
+      '/v1/query_sql/shop',
+      {
+        query:
+          "SELECT 40000::BIGINT AS id, 'arrow kettle' AS title, 2.5::DOUBLE AS price, [0.5, 0.5, 0.0]::FLOAT[3] AS emb",
+      },
+      { accept: 'application/vnd.apache.arrow.stream' },
+    );
+    expect(arrow.status).toBe(200);
+    await page.locator('#load-file').setInputFiles({
+      name: 'more.arrows',
+      mimeType: 'application/vnd.apache.arrow.stream',
+      buffer: Buffer.from(await arrow.arrayBuffer()),
+    });
+    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.arrows: arrow, 1 rows');
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 1 rows in 1 requests/);
     const rows = await server
       .withAuth(`Bearer ${key}`)
       .request<{ data: Record<string, unknown>[] }>(
@@ -279,6 +298,7 @@ describe('the console, in a browser', () => {
       { id: 20_000, title: 'jsonl kettle', emb: [1, 0, 0] },
       { id: 30_000, title: 'parquet kettle 0', emb: [0, 1, 0] },
       { id: 30_001, title: 'parquet kettle 1', emb: [0, 1, 1] },
+      { id: 40_000, title: 'arrow kettle', emb: [0.5, 0.5, 0] },
     ]);
   });
 
