@@ -193,6 +193,23 @@ describe('the console, in a browser', () => {
       .toBe('active');
   });
 
+  test('deletes a database only once its name is typed out', async () => {
+    screenshotOnFailure('databases-delete');
+    const { page } = browser;
+    await page.locator('#register-name').fill('scratch');
+    await page.locator('#register-bucket').fill('scratch');
+    await page.locator('.register button[type=submit]').click();
+    await page.locator('tr[data-database="scratch"] button', { hasText: 'Delete' }).click();
+    const confirm = page.getByRole('button', { name: 'Delete scratch' });
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.locator('#delete-confirm').fill('scratc');
+    expect(await confirm.isDisabled()).toBe(true);
+    await page.locator('#delete-confirm').fill('scratch');
+    await confirm.click();
+    await expect.poll(() => page.locator('tr[data-database="scratch"]').count()).toBe(0);
+    expect(await page.locator('tr[data-database="shop"]').count()).toBe(1);
+  });
+
   test('creates a table with indexes, and shows its columns, indexes and index health', async () => {
     screenshotOnFailure('database');
     const { page } = browser;
@@ -221,6 +238,19 @@ describe('the console, in a browser', () => {
     expect(schema).toContain('vector (cosine)');
     expect(schema).toContain('scalar (btree)');
     await expect.poll(() => card.locator('table.health tr[data-index]').count()).toBe(2);
+    // A second table, dropped once its name is typed out; its files stay where the reply says.
+    await page.locator('#create-name').fill('scratch');
+    await page.getByRole('button', { name: 'Create table' }).click();
+    await page.locator('article[data-table="scratch"] button', { hasText: 'Drop' }).click();
+    const drop = page.getByRole('button', { name: 'Drop scratch' });
+    expect(await drop.isDisabled()).toBe(true);
+    await page.locator('#drop-confirm').fill('scratch');
+    await drop.click();
+    await expect
+      .poll(() => page.locator('.confirm[role=status]').textContent())
+      .toMatch(/Dropped scratch; its files stay at local:\/\/shop\//);
+    await page.getByRole('button', { name: 'OK' }).click();
+    await expect.poll(() => page.locator('article[data-table="scratch"]').count()).toBe(0);
   });
 
   test('loads a CSV file with progress through idempotent appends; loading it again writes nothing twice', async () => {
