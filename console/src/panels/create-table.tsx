@@ -1,4 +1,5 @@
 import {
+  ANALYZERS,
   type ColumnType,
   type FieldSpec,
   type FtsIndexSpec,
@@ -17,8 +18,7 @@ import { ErrorNote } from '../components/error';
 /** One index per column is what the form offers; the API takes more (a scalar and a full-text one, say). */
 const INDEX_CHOICES = [
   { value: '', label: 'none' },
-  { value: 'fts:ascii_lower', label: 'full-text (ascii_lower)' },
-  { value: 'fts:standard', label: 'full-text (standard)' },
+  ...ANALYZERS.map((analyzer) => ({ value: `fts:${analyzer}`, label: `full-text (${analyzer})` })),
   ...METRICS.map((metric) => ({ value: `vector:${metric}`, label: `vector (${metric})` })),
   ...SCALAR_INDEX_TYPES.map((kind) => ({ value: `scalar:${kind}`, label: `scalar (${kind})` })),
 ];
@@ -53,7 +53,8 @@ export function declarationOf(rows: readonly ColumnRow[]): { schema: FieldSpec[]
       ...(row.type === 'list' ? { item: row.item } : {}),
     });
     const [kind, detail] = row.index.split(':');
-    if (kind === 'fts') fts.push({ column: name, analyzer: detail === 'standard' ? 'standard' : 'ascii_lower' });
+    const analyzer = ANALYZERS.find((a) => a === detail);
+    if (kind === 'fts' && analyzer !== undefined) fts.push({ column: name, analyzer });
     const metric = METRICS.find((m) => m === detail);
     if (kind === 'vector' && metric !== undefined) vector.push({ column: name, metric });
     const scalarKind = SCALAR_INDEX_TYPES.find((s) => s === detail);
@@ -64,6 +65,7 @@ export function declarationOf(rows: readonly ColumnRow[]): { schema: FieldSpec[]
 
 export function CreateTableForm({ strata, db, onCreated }: { strata: Strata; db: string; onCreated: () => void }) {
   const [name, setName] = useState('');
+  const [primaryKey, setPrimaryKey] = useState('');
   const [rows, setRows] = useState<ColumnRow[]>([{ ...blank(), name: 'id', type: 'i64', nullable: false }, blank()]);
   const [error, setError] = useState<unknown>(undefined);
   const [created, setCreated] = useState<string | undefined>(undefined);
@@ -75,9 +77,11 @@ export function CreateTableForm({ strata, db, onCreated }: { strata: Strata; db:
     setCreated(undefined);
     try {
       const { schema, indexes } = declarationOf(rows);
-      const reply = await strata.database(db).createTable(name.trim(), schema, indexes);
+      const keyed = primaryKey === '' ? {} : { primaryKey };
+      const reply = await strata.database(db).createTable(name.trim(), schema, indexes, keyed);
       setCreated(reply.table_name);
       setName('');
+      setPrimaryKey('');
       setRows([{ ...blank(), name: 'id', type: 'i64', nullable: false }, blank()]);
       onCreated();
     } catch (err) {
@@ -175,6 +179,24 @@ export function CreateTableForm({ strata, db, onCreated }: { strata: Strata; db:
           Add column
         </button>
       </fieldset>
+      <div class="field">
+        <label for="create-primary-key">Primary key (an integer, string or binary column; lets loads upsert)</label>
+        <select
+          id="create-primary-key"
+          value={primaryKey}
+          onChange={(event) => setPrimaryKey(event.currentTarget.value)}
+        >
+          <option value="">none</option>
+          {rows
+            .map((row) => row.name.trim())
+            .filter((column) => column !== '')
+            .map((column) => (
+              <option key={column} value={column}>
+                {column}
+              </option>
+            ))}
+        </select>
+      </div>
       <button type="submit">Create table</button>
       <ErrorNote error={error} />
       {created === undefined ? null : (

@@ -1,7 +1,7 @@
 import type { ColumnDescriptor, Strata, TableListing } from '@strata/client';
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNote } from '../components/error';
-import { duration } from '../format';
+import { duration, jsonText } from '../format';
 import { type IndexHealth, probeHealth, READ_WORDS } from '../health';
 import { hrefOf } from '../route';
 import { CreateTableForm } from './create-table';
@@ -86,7 +86,7 @@ function TableSummary({
       })
       .catch(setError);
   }, [db, name, listing.num_rows]);
-  const primaryKey = (schema ?? []).filter((column) => (column as { primary_key?: unknown }).primary_key === true);
+  const primaryKey = (schema ?? []).filter((column) => column.primary_key === true);
   return (
     <article class="table-card" data-table={name} aria-labelledby={`table-${name}`}>
       <div class="panel-head">
@@ -129,7 +129,7 @@ function TableSummary({
                     {(column.indexes ?? [])
                       .map((index) =>
                         index.kind === 'fts'
-                          ? `full-text (${index.analyzer})`
+                          ? `full-text (${typeof index.analyzer === 'string' ? index.analyzer : jsonText(index.analyzer)})`
                           : index.kind === 'vector'
                             ? `vector (${index.metric})`
                             : `scalar (${index.type})`,
@@ -142,11 +142,11 @@ function TableSummary({
           </table>
         </div>
       )}
-      <p class="muted">
+      <p class="muted primary-key">
         Primary key:{' '}
         {primaryKey.length === 0
-          ? 'none declared (rows are kept in the order written)'
-          : primaryKey.map((c) => c.name).join(', ')}
+          ? 'none (appends only; no upsert)'
+          : `${primaryKey.map((c) => c.name).join(', ')} (one row per key; loads may upsert)`}
       </p>
       {health === undefined || health.length === 0 ? null : <HealthTable health={health} />}
     </article>

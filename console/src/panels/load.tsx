@@ -1,4 +1,4 @@
-import type { AppendReport, ColumnDescriptor, Strata } from '@strata/client';
+import type { AppendReport, ColumnDescriptor, Strata, UpsertReport } from '@strata/client';
 import { useRef, useState } from 'preact/hooks';
 import { ErrorNote } from '../components/error';
 import { type ReadFile, readFile } from '../files/source';
@@ -8,13 +8,17 @@ import { duration } from '../format';
 const REQUEST_ROWS = 5000;
 const REQUEST_BYTES = 8 * 1024 * 1024;
 
+/** Appends add rows; on a table with a primary key, upserts replace the rows whose keys it holds. */
+type Mode = 'append' | 'upsert';
+
 /**
  * Each request's idempotency key is derived from the table and the file's name, size and time, so that loading the
  * same file again after a failure sends the same keys, and the server skips what already landed (the count of
  * requests it replayed is shown).
  */
-async function keyPrefixOf(db: string, table: string, file: File): Promise<string> {
-  const text = `${db}\n${table}\n${file.name}\n${file.size}\n${file.lastModified}`;
+async function keyPrefixOf(db: string, table: string, file: File, mode: Mode): Promise<string> {
+  // An upsert of a file and an append of it are different writes: their keys must never meet.
+  const text = `${mode}\n${db}\n${table}\n${file.name}\n${file.size}\n${file.lastModified}`;
   const digest = new Uint8Array(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(text)));
   return `console-${[...digest.slice(0, 12)].map((byte) => byte.toString(16).padStart(2, '0')).join('')}`;
 }
@@ -36,7 +40,9 @@ export function LoadFile({
   const [file, setFile] = useState<File | undefined>(undefined);
   const [read, setRead] = useState<ReadFile | undefined>(undefined);
   const [sent, setSent] = useState(0);
-  const [report, setReport] = useState<{ done: AppendReport; ms: number } | undefined>(undefined);
+  const [report, setReport] = useState<{ done: AppendReport | UpsertReport; ms: number } | undefined>(undefined);
+  const key = schema.find((column) => column.primary_key === true)?.name;
+  const [mode, setMode] = useState<Mode>('append');
   const [error, setError] = useState<unknown>(undefined);
   const [busy, setBusy] = useState(false);
   const abort = useRef<AbortController | undefined>(undefined);
@@ -63,18 +69,21 @@ export function LoadFile({
     abort.current = controller;
     const started = performance.now();
     try {
-      const done = await strata
-        .database(db)
-        .table(table)
-        .append(read.source, {
-          maxRows: REQUEST_ROWS,
-          maxBytes: REQUEST_BYTES,
-          // One request at a time keeps the file's rows in its order, which is the order pages show them in.
-          concurrency: 1,
-          keyPrefix: await keyPrefixOf(db, table, file),
-          signal: controller.signal,
-          onProgress: (progress) => setSent(progress.rows),
-        });
+      const options = {
+        maxRows: REQUEST_ROWS,
+        maxBytes: REQUEST_BYTES,
+        // One request at a time keeps the file's rows in its order, which is the order pages show them in, and
+        // lets the file's last row of a key win an upsert.
+        concurrency: 1,
+        keyPrefix: await keyPrefixOf(db, table, file, mode),
+        signal: controller.signal,
+        onProgress: (progress: { rows: number }) => setSent(progress.rows),
+      };
+      const target = strata.database(db).table(table);
+      const done =
+        mode === 'upsert' && key !== undefined
+          ? await target.upsert(read.source, options)
+          : await target.append(read.source, options);
       setReport({ done, ms: performance.now() - started });
       onLoaded();
     } catch (err) {
@@ -107,6 +116,18 @@ export function LoadFile({
           {file?.name}: {read.kind}, {read.rows.toLocaleString()} rows
         </p>
       )}
+      {key === undefined ? null : (
+        <label class="check">
+          <input
+            id="load-upsert"
+            type="checkbox"
+            checked={mode === 'upsert'}
+            onChange={(event) => setMode(event.currentTarget.checked ? 'upsert' : 'append')}
+          />{' '}
+          Upsert by the primary key <code>{key}</code>: a row whose key the table holds replaces it (an append refuses
+          it)
+        </label>
+      )}
       <div class="actions">
         <button type="button" disabled={read === undefined || busy} onClick={() => void load()}>
           Load
@@ -128,7 +149,9 @@ export function LoadFile({
       {report === undefined ? null : (
         <p class="ok load-report" role="status">
           Loaded {report.done.rows.toLocaleString()} rows in {report.done.requests} requests ({report.done.replayed}{' '}
-          already there) in {duration(report.ms)}; table version {report.done.version ?? '?'}.
+          already there) in {duration(report.ms)}
+          {'inserted' in report.done ? `: ${report.done.inserted} inserted, ${report.done.updated} updated` : ''}; table
+          version {report.done.version ?? '?'}.
         </p>
       )}
       <ErrorNote error={error} />
