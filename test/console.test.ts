@@ -228,6 +228,7 @@ describe('the console, in a browser', () => {
     await column(4, 'type').selectOption('vector');
     await column(4, 'dimensions').fill('3');
     await column(4, 'index').selectOption('vector:cosine');
+    await page.locator('#create-primary-key').selectOption('id');
     await page.getByRole('button', { name: 'Create table' }).click();
     const card = page.locator('article[data-table="products"]');
     await card.waitFor();
@@ -237,6 +238,7 @@ describe('the console, in a browser', () => {
     expect(schema).toContain('full-text (ascii_lower)');
     expect(schema).toContain('vector (cosine)');
     expect(schema).toContain('scalar (btree)');
+    expect(await card.locator('.primary-key').textContent()).toMatch(/^Primary key: id /);
     await expect.poll(() => card.locator('table.health tr[data-index]').count()).toBe(2);
     // A second table, dropped once its name is typed out; its files stay where the reply says.
     await page.locator('#create-name').fill('scratch');
@@ -273,6 +275,15 @@ describe('the console, in a browser', () => {
       .withAuth(`Bearer ${key}`)
       .post<{ tables: { num_rows: number }[] }>('/v1/list_tables/shop');
     expect(count.json.tables[0]?.num_rows).toBe(CSV_ROWS);
+    // The table has a primary key: a load may upsert, replacing the rows whose keys it holds.
+    const upsert = 'id,title,price,emb\n1,renamed kettle,9.5,"[1, 0, 0]"\n50000,new kettle,9.5,"[0, 1, 0]"\n';
+    await page
+      .locator('#load-file')
+      .setInputFiles({ name: 'changes.csv', mimeType: 'text/csv', buffer: Buffer.from(upsert) });
+    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('changes.csv: csv, 2 rows');
+    await page.locator('#load-upsert').check();
+    await page.getByRole('button', { name: 'Load', exact: true }).click();
+    await expect.poll(() => report.textContent()).toMatch(/Loaded 2 rows in 1 requests .*: 1 inserted, 1 updated;/);
   });
 
   test('loads JSON Lines, Parquet and Arrow files too', async () => {
@@ -329,6 +340,7 @@ describe('the console, in a browser', () => {
       { id: 30_000, title: 'parquet kettle 0', emb: [0, 1, 0] },
       { id: 30_001, title: 'parquet kettle 1', emb: [0, 1, 1] },
       { id: 40_000, title: 'arrow kettle', emb: [0.5, 0.5, 0] },
+      { id: 50_000, title: 'new kettle', emb: [0, 1, 0] },
     ]);
   });
 
@@ -338,6 +350,8 @@ describe('the console, in a browser', () => {
     await expect.poll(() => page.locator('.page-info').textContent()).toBe('rows 1–25');
     const grid = page.locator('table.grid').first();
     expect(await grid.locator('tbody tr').count()).toBe(25);
+    // The upserted row took its new title in its place.
+    await expect.poll(() => grid.locator('tbody tr').nth(1).textContent()).toContain('renamed kettle');
     const long = await grid.locator('tbody tr').nth(3).textContent();
     expect(long).toContain(`… (${LONG_TITLE.length} chars)`);
     expect(long).not.toContain(LONG_TITLE);
@@ -413,9 +427,7 @@ describe('the console, in a browser', () => {
     const download = await downloading;
     expect(download.suggestedFilename()).toBe('shop-query.csv');
     const csv = readFileSync((await download.path()) ?? '', 'utf8');
-    expect(csv).toBe(
-      'id,title\r\n0,"red kettle, number 0"\r\n1,"blue kettle, number 1"\r\n2,"green kettle, number 2"\r\n',
-    );
+    expect(csv).toBe('id,title\r\n0,"red kettle, number 0"\r\n1,renamed kettle\r\n2,"green kettle, number 2"\r\n');
     await editor.fill('SELECT nope FROM products');
     await editor.press('Control+Enter');
     await expect.poll(() => page.locator('.error .error-code').textContent()).toBe('bad_request · HTTP 400');
