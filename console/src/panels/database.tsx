@@ -1,6 +1,7 @@
 import type { ColumnDescriptor, Strata, TableListing } from '@strata/client';
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNote } from '../components/error';
+import { useFocusOnShow } from '../components/focus';
 import { duration, jsonText } from '../format';
 import { type IndexHealth, probeHealth, READ_WORDS } from '../health';
 import { hrefOf } from '../route';
@@ -187,6 +188,7 @@ function HealthTable({ health }: { health: IndexHealth[] }) {
 
 /** Dropping asks for the table's name typed out, as deleting a database does. */
 function DropTable({ strata, db, table, onDone }: { strata: Strata; db: string; table: string; onDone: () => void }) {
+  const confirmInput = useFocusOnShow<HTMLInputElement>();
   const [typed, setTyped] = useState('');
   const [purge, setPurge] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -221,6 +223,7 @@ function DropTable({ strata, db, table, onDone }: { strata: Strata; db: string; 
       </label>
       <input
         id="drop-confirm"
+        ref={confirmInput}
         autocomplete="off"
         value={typed}
         onInput={(event) => setTyped(event.currentTarget.value)}

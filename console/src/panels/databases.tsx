@@ -1,6 +1,7 @@
 import type { DatabaseSummary, Strata, VerifyReply } from '@strata/client';
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNote } from '../components/error';
+import { useFocusOnShow } from '../components/focus';
 import { duration } from '../format';
 import { hrefOf } from '../route';
 import { RegisterForm } from './register';
@@ -149,6 +150,7 @@ function VerifyChecks({ reply }: { reply: VerifyReply }) {
 
 /** Deleting asks for the name typed out: one click must never remove a database. */
 function DeleteDatabase({ strata, name, onDone }: { strata: Strata; name: string; onDone: () => void }) {
+  const confirmInput = useFocusOnShow<HTMLInputElement>();
   const [typed, setTyped] = useState('');
   const [purge, setPurge] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -177,6 +179,7 @@ function DeleteDatabase({ strata, name, onDone }: { strata: Strata; name: string
       </label>
       <input
         id="delete-confirm"
+        ref={confirmInput}
         autocomplete="off"
         value={typed}
         onInput={(event) => setTyped(event.currentTarget.value)}
