@@ -202,10 +202,12 @@ describe('the console, in a browser', () => {
     await page.locator('tr[data-database="scratch"] button', { hasText: 'Delete' }).click();
     const confirm = page.getByRole('button', { name: 'Delete scratch' });
     expect(await confirm.isDisabled()).toBe(true);
-    await page.locator('#delete-confirm').fill('scratc');
+    // The confirmation takes the focus: the name is typed, and Enter deletes once it matches.
+    await expect.poll(() => page.evaluate(() => document.activeElement?.id)).toBe('delete-confirm');
+    await page.keyboard.type('scratc');
     expect(await confirm.isDisabled()).toBe(true);
-    await page.locator('#delete-confirm').fill('scratch');
-    await confirm.click();
+    await page.keyboard.type('h');
+    await page.keyboard.press('Enter');
     await expect.poll(() => page.locator('tr[data-database="scratch"]').count()).toBe(0);
     expect(await page.locator('tr[data-database="shop"]').count()).toBe(1);
   });
