@@ -17,6 +17,9 @@ export interface IndexHealth {
  * outside its index: a one-row search per index tells what a real one would meet. Under `strong` consistency the
  * leg reads every row the index lacks, whatever the query, so the probe's words do not matter.
  */
+/** A word no analyzer drops (a stop word such as "a" would leave the text leg with nothing to run). */
+const PROBE_WORD = 'strata';
+
 export async function probeHealth(table: StrataTable, schema: readonly ColumnDescriptor[]): Promise<IndexHealth[]> {
   const projection = schema[0] === undefined ? undefined : [schema[0].name];
   const probes: Promise<IndexHealth | undefined>[] = [];
@@ -25,7 +28,10 @@ export async function probeHealth(table: StrataTable, schema: readonly ColumnDes
       if (index.kind === 'fts') {
         probes.push(
           table
-            .searchWithReceipt({ text: 'a', textField: column.name, k: 1, projection, explain: true }, { rows: true })
+            .searchWithReceipt(
+              { text: PROBE_WORD, textField: column.name, k: 1, projection, explain: true },
+              { rows: true },
+            )
             .then(({ explain }) => healthOf(column.name, 'fts', explain?.legs.text, explain?.version)),
         );
       } else if (index.kind === 'vector' && column.dim !== undefined) {
