@@ -1,16 +1,13 @@
-import type { SearchRequest } from '@strata/client';
+import type { SearchRequest, TextFieldSpec } from '@strata/client';
 
-/** A text field and its boost, as the search form holds them. */
-export interface BoostedField {
-  field: string;
-  boost: number;
-}
+/** A text field and its boost, as the search form holds them: the boost always there, 1 unless changed. */
+export type BoostedField = Required<TextFieldSpec>;
 
 /**
- * A search as the client takes it. `textFields` is for the API's several-field search (`text_fields`): sent
- * only when the user names more than one field, so that a server or client without it still answers the rest.
+ * A search as the client takes it. One text field goes as `textField`, several as `textFields` with their boosts
+ * (the API's `text_fields`), so that one field reads as it always has.
  */
-export type ConsoleSearch = SearchRequest & { textFields?: BoostedField[] };
+export type ConsoleSearch = SearchRequest;
 
 /** The JSON body of `POST /v1/hybrid_search/{database}` that the search is: for the curl command shown. */
 export function bodyOf(table: string, search: ConsoleSearch): Record<string, unknown> {
