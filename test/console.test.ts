@@ -48,10 +48,13 @@ function screenshotOnFailure(name: string): void {
 }
 
 const csvFile = () => {
-  const lines = ['id,title,price,emb'];
+  const lines = ['id,title,price,emb,maker'];
   for (let id = 0; id < CSV_ROWS; id++) {
     const title = id === 3 ? LONG_TITLE : `${['red', 'blue', 'green'][id % 3]} kettle, number ${id}`;
-    lines.push(`${id},"${title}",${(id % 50) + 0.5},"[${Math.cos(id).toFixed(4)}, ${Math.sin(id).toFixed(4)}, 0.5]"`);
+    const maker = id % 5 === 0 ? 'Red Kettle Works' : 'Acme';
+    lines.push(
+      `${id},"${title}",${(id % 50) + 0.5},"[${Math.cos(id).toFixed(4)}, ${Math.sin(id).toFixed(4)}, 0.5]",${maker}`,
+    );
   }
   return Buffer.from(`${lines.join('\r\n')}\r\n`);
 };
@@ -230,6 +233,9 @@ describe('the console, in a browser', () => {
     await column(4, 'type').selectOption('vector');
     await column(4, 'dimensions').fill('3');
     await column(4, 'index').selectOption('vector:cosine');
+    await page.getByRole('button', { name: 'Add column' }).click();
+    await column(5, 'name').fill('maker');
+    await column(5, 'index').selectOption('fts:standard');
     await page.locator('#create-primary-key').selectOption('id');
     await page.getByRole('button', { name: 'Create table' }).click();
     const card = page.locator('article[data-table="products"]');
@@ -241,7 +247,8 @@ describe('the console, in a browser', () => {
     expect(schema).toContain('vector (cosine)');
     expect(schema).toContain('scalar (btree)');
     expect(await card.locator('.primary-key').textContent()).toMatch(/^Primary key: id /);
-    await expect.poll(() => card.locator('table.health tr[data-index]').count()).toBe(2);
+    expect(schema).toContain('full-text (standard)');
+    await expect.poll(() => card.locator('table.health tr[data-index]').count()).toBe(3);
     // A second table, dropped once its name is typed out; its files stay where the reply says.
     await page.locator('#create-name').fill('scratch');
     await page.getByRole('button', { name: 'Create table' }).click();
@@ -386,9 +393,13 @@ describe('the console, in a browser', () => {
     await page.locator('#search-vector').fill('[1, 0, 0.5]');
     await page.locator('#search-filter').fill('price < 40');
     await page.locator('#search-k').fill('5');
+    // Two text fields: sent as text_fields, with their boosts.
+    await page.getByRole('button', { name: 'Add text field' }).click();
+    await page.getByLabel('Text field 2', { exact: true }).selectOption('maker');
+    await page.getByLabel('Boost of text field 2', { exact: true }).fill('2');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     const results = page.locator('.results table.grid').last();
-    await expect.poll(() => results.locator('tbody tr').count()).toBe(5);
+    await expect.poll(() => results.locator('tbody tr').count(), { timeout: 10_000 }).toBe(5);
     const head = await results.locator('thead').textContent();
     expect(head).toContain('_score');
     expect(head).toContain('_bm25');
@@ -408,12 +419,12 @@ describe('the console, in a browser', () => {
     await page.locator('details.request summary').click();
     const curl = await page.locator('pre[data-copy="curl"]').textContent();
     expect(curl).toContain(`${server.url}/v1/hybrid_search/shop`);
-    expect(curl).toContain('"text_field":"title"');
+    expect(curl).toContain('"text_fields":[{"field":"title","boost":1},{"field":"maker","boost":2}]');
     expect(curl).toContain('$STRATA_API_KEY');
     expect(curl).not.toContain(key);
     const code = await page.locator('pre[data-copy="@strata/client"]').textContent();
     expect(code).toContain('searchWithReceipt');
-    expect(code).toContain('textField: "title"');
+    expect(code).toContain('textFields: [{"field":"title","boost":1},{"field":"maker","boost":2}]');
   });
 
   test('runs SQL with Ctrl+Enter, shows the time, downloads CSV, and shows an error with its code', async () => {
