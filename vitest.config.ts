@@ -37,6 +37,7 @@ const UNIT = [
 const SLOW = [
   'cli',
   'cli-output',
+  'console',
   'crash',
   'fuzz',
   'idempotency-crash',

@@ -21,3 +21,10 @@ if (client === 0 || newest('packages/client/src') > client) {
 if (built === 0 || newest('src') > built) {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
 }
+// The web console bundles the client's sources with its own.
+const page = existsSync('dist/console/index.html') ? statSync('dist/console/index.html').mtimeMs : 0;
+if (page === 0 || Math.max(newest('console'), newest('packages/client/src')) > page) {
+  execFileSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    stdio: 'inherit',
+  });
+}

@@ -6,6 +6,7 @@ import { StrataError } from '../errors.js';
 import type { StrataNode } from '../node.js';
 import { authPlugin } from './auth.js';
 import { concurrencyPlugin } from './concurrency.js';
+import { consolePlugin } from './console.js';
 import type { AppContext } from './context.js';
 import { docsPlugin } from './docs.js';
 import { handleError, handleNotFound } from './errors.js';
@@ -60,6 +61,7 @@ export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
   });
 
   await app.register(docsPlugin);
+  await app.register(consolePlugin);
   metrics.watch(
     'strata_unindexed_rows',
     'Rows of open tables that a search index does not cover yet (searched by brute force), as upkeep last found them',

@@ -11,12 +11,18 @@ import { StrataError, Unauthorized } from '../errors.js';
  * matches no route, needs a key.
  */
 const PUBLIC_ROUTES = new Set(['/healthz', '/readyz', '/metrics', '/v1/openapi.json']);
-/** The rendered reference registers its own asset routes under this prefix. */
-const PUBLIC_PREFIX = '/docs';
+/**
+ * The rendered reference and the web console register their own asset routes under these prefixes: static files,
+ * which hold no account's data (the console's pages send the key themselves, on each API call).
+ */
+const PUBLIC_PREFIXES = ['/docs', '/console'];
 
 function isPublicRoute(pattern: string | undefined): boolean {
   if (pattern === undefined) return false;
-  return PUBLIC_ROUTES.has(pattern) || pattern === PUBLIC_PREFIX || pattern.startsWith(`${PUBLIC_PREFIX}/`);
+  return (
+    PUBLIC_ROUTES.has(pattern) ||
+    PUBLIC_PREFIXES.some((prefix) => pattern === prefix || pattern.startsWith(`${prefix}/`))
+  );
 }
 
 /** The node's admin routes (docs/api.md, Admin): their bearer token is the node's admin key, not an API key. */

@@ -13,5 +13,9 @@ export default function setup(): void {
   if (run[BUILT]) return;
   execFileSync('npx', ['tsc', '-p', 'packages/client/tsconfig.json'], { stdio: 'inherit' });
   execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  // The web console's files, which every server serves at /console/ (test/console.test.ts drives them).
+  execFileSync('npx', ['vite', 'build', '--config', 'console/vite.config.ts', '--logLevel', 'warn'], {
+    stdio: 'inherit',
+  });
   run[BUILT] = true;
 }
