@@ -33,8 +33,9 @@ export interface CatalogStore {
   /** Makes every change committed so far last a power cut; a write calls it once, right before its own commit. */
   durable(): Promise<void>;
   /**
-   * Holds the table's primary keys for one write on every node: a write that adds key values looks them up and
-   * commits under it, so that no other node's write can add the same value in between. Answers the release.
+   * Holds the table's primary keys for one write on every node: every write to a keyed table looks its keys up and
+   * commits under it, so that no other node's write adds the same value, or removes a row found, in between.
+   * Answers the release.
    */
   holdKeys(tableId: string): Promise<() => Promise<void>>;
 }

@@ -205,7 +205,7 @@ function bodyKeys(
 
 /**
  * Runs a write of a table with a primary key holding its keys on every node (`CatalogStore.holdKeys`): its lookup
- * of the keys it adds and its commit see no other write in between. Writes to other tables go on.
+ * of keys and its commit see no other write of the table in between. Writes to other tables go on.
  */
 async function holdingKeys<T>(catalog: CatalogStore, table: TableHandle, write: () => Promise<T>): Promise<T> {
   if (table.primaryKey === undefined) return write();
@@ -344,8 +344,9 @@ export async function upsert(
         return { rows, stream, schema: table.schema, version: appended.version, inserted: n, updated: 0 };
       }
       const change = await rowChange(table, 'rewrite', replaced, Array.from(rowKeys), stored);
-      // A row a delete on another node removed since it was found is inserted again, and counted so.
-      const merged = await recording(table, change, () => table.rows.replaceByKey(stored, true));
+      // Every write that could remove a found row holds the keys as this one does: the rows found are there. A merge
+      // that only updates commits faster (4.4 ms against 9.0 for one row at 1M, in process).
+      const merged = await recording(table, change, () => table.rows.replaceByKey(stored, inserted > 0));
       return {
         rows,
         stream,
@@ -366,20 +367,30 @@ export async function remove(
   beforeCommit?: BeforeCommit,
 ): Promise<RowCounts & { version: number }> {
   const checked = checkPredicate(predicate, table.schema);
-  return durably(table, async () => {
-    // The rows' keys are read, not only counted: a retry checks them, and a read can be given a time limit.
-    const fromVersion = await versionBefore(table, beforeCommit);
-    const keys = await readingPredicate(() => matchedKeys(table, checked));
-    const matched = keys.length;
-    if (matched > 0 && beforeCommit !== undefined) {
-      const tableId = table.record.tableId;
-      await beforeCommit({ kind: 'delete', tableId, keys: Array.from(keys, String), predicate: checked, fromVersion });
-      await catalog.durable();
-    }
-    if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
-    const change = await rowChange(table, 'rewrite', Array.from(keys), [], []);
-    const deleted = await recording(table, change, () => table.rows.delete(checked));
-    const tombstoned = Math.min(matched, deleted.deleted);
-    return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
-  });
+  // On a keyed table a delete holds the keys too: an upsert that found a key's row then replaces it in place,
+  // which a delete on another node in between would leave undone.
+  return durably(table, () =>
+    holdingKeys(catalog, table, async () => {
+      // The rows' keys are read, not only counted: a retry checks them, and a read can be given a time limit.
+      const fromVersion = await versionBefore(table, beforeCommit);
+      const keys = await readingPredicate(() => matchedKeys(table, checked));
+      const matched = keys.length;
+      if (matched > 0 && beforeCommit !== undefined) {
+        const tableId = table.record.tableId;
+        await beforeCommit({
+          kind: 'delete',
+          tableId,
+          keys: Array.from(keys, String),
+          predicate: checked,
+          fromVersion,
+        });
+        await catalog.durable();
+      }
+      if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
+      const change = await rowChange(table, 'rewrite', Array.from(keys), [], []);
+      const deleted = await recording(table, change, () => table.rows.delete(checked));
+      const tombstoned = Math.min(matched, deleted.deleted);
+      return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
+    }),
+  );
 }
