@@ -19,7 +19,7 @@ const STATEMENT_TIMEOUT_MS = 5000;
 const KEY_LOCK_CLASS = 0x5354_4b59;
 /** How long a write waits for another node's write to the same keyed table, and how many may wait at once. */
 const KEY_LOCK_WAIT_MS = 10_000;
-const KEY_LOCK_CONNECTIONS = 4;
+const KEY_LOCK_CONNECTIONS = 16;
 
 const keysBusy = (): Unavailable =>
   new Unavailable("another node's write to this table held its primary keys for too long; retry", {
@@ -69,10 +69,14 @@ export class PostgresControlStore extends SqlControlStore {
     const keyLocks = new pg.Pool({
       connectionString: url,
       max: KEY_LOCK_CONNECTIONS,
-      connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+      // A write waits for a connection as long as for the lock itself.
+      connectionTimeoutMillis: KEY_LOCK_WAIT_MS,
       statement_timeout: KEY_LOCK_WAIT_MS,
       idleTimeoutMillis: 30_000,
       keepAlive: true,
+      // The server probes a quiet session within ~25 s, so that a node whose host vanished (no FIN ever comes)
+      // does not hold a table's keys for the system's default of two hours.
+      options: '-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3',
     });
     keyLocks.on('error', () => undefined);
     const store = new PostgresControlStore(pool, keyLocks, hooks);
@@ -96,26 +100,38 @@ export class PostgresControlStore extends SqlControlStore {
   }
 
   /**
-   * A session advisory lock on the table's keys, on a connection of its own held until the release: a node that
-   * dies while holding it loses its session, and the lock with it.
+   * A session advisory lock on the table's keys, on a connection of its own held until the release: a node whose
+   * process dies loses its session, and the lock with it; one whose host vanishes loses it once the server's
+   * keepalive probes go unanswered.
    */
   override async holdKeys(tableId: string): Promise<() => Promise<void>> {
-    const [objid] = new Int32Array(createHash('sha256').update(tableId).digest().buffer, 0, 1);
+    const objid = createHash('sha256').update(tableId).digest().readInt32LE(0);
     const held = await this.keyLocks.connect().catch(() => {
       throw unavailable();
     });
+    // A checked-out client has no listener of the pool's: a connection that breaks while held must not end the
+    // process (an 'error' event nobody hears). The lock went with it; the release then only lets the client go.
+    let broken = false;
+    const onError = () => {
+      broken = true;
+    };
+    held.on('error', onError);
     try {
       await held.query('SELECT pg_advisory_lock($1, $2)', [KEY_LOCK_CLASS, objid]);
     } catch (err) {
+      held.off('error', onError);
       held.release(true);
       throw isUnreachable(err) || /statement timeout|canceling/i.test(String(err)) ? keysBusy() : err;
     }
     return async () => {
       try {
+        if (broken) throw new Error('the connection holding the lock broke');
         await held.query('SELECT pg_advisory_unlock($1, $2)', [KEY_LOCK_CLASS, objid]);
+        held.off('error', onError);
         held.release();
       } catch {
         // Ending the session lets go of the lock all the same.
+        held.off('error', onError);
         held.release(true);
       }
     };
