@@ -85,6 +85,18 @@ describe('phrases', () => {
     expect(await ids({ text_query: '"password for manager"', text_field: 'stemmed' })).toEqual([6]);
     // Stemmed: "kettles" is "kettle".
     expect(await ids({ text_query: '"red kettles"', text_field: 'stemmed' })).toEqual([0, 2, 4, 5]);
+    // Words or a phrase the analyzer drops whole (stop words) leave the query as if they were not there.
+    const stemmed = { text_field: 'stemmed', operator: 'and' };
+    expect(await ids({ ...stemmed, text_query: '"red kettle" the' })).toEqual([0, 2, 4, 5]);
+    expect(await ids({ ...stemmed, text_query: '"of the" tea' })).toEqual(await ids({ ...stemmed, text_query: 'tea' }));
+    expect(await ids({ ...stemmed, text_query: '"of the"' })).toEqual([]);
+    const counted = await api.request<{ count: number }>('POST', '/v1/count/ph', {
+      table_name: 'items',
+      field_name: 'stemmed',
+      query: '"red kettle" the',
+      operator: 'and',
+    });
+    expect(counted.json.count).toBe(4);
   });
 
   test('score the same before and after upkeep folds the rows, and count and token_match take them', async () => {

@@ -64,8 +64,9 @@ export function numbersOf(table: Table, name: string): number[] {
 const idsOf = (rows: Table, wanted: boolean): RowId[] => (wanted ? (rowIdsOf(rows) as RowId[]) : []);
 
 /**
- * A text query as Lance takes it: the words as one match query, and with phrases, each phrase and the words as
- * clauses of a boolean query (any of them under `or`, all under `and`), whose score is the sum of theirs.
+ * A text query as Lance takes it: the words as one match query, and with phrases, each phrase and the words (unless
+ * none are left) as clauses of a boolean query (any of them under `or`, all under `and`), whose score is the sum of
+ * theirs.
  */
 export function fullTextQuery(match: TextMatch): FullTextQuery {
   const operator = match.operator === 'AND' ? Operator.And : Operator.Or;
@@ -74,7 +75,7 @@ export function fullTextQuery(match: TextMatch): FullTextQuery {
   if (phrases.length === 0) return words;
   const occur = match.operator === 'AND' ? Occur.Must : Occur.Should;
   const clauses: [Occur, FullTextQuery][] = phrases.map((phrase) => [occur, new PhraseQuery(phrase, match.field)]);
-  if (/[\p{L}\p{N}]/u.test(match.query)) clauses.push([occur, words]);
+  if (match.query !== '') clauses.push([occur, words]);
   return new BooleanQuery(clauses);
 }
 

@@ -13,6 +13,7 @@ import { type HybridPlan, planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
 import { inRowOrder, keysOf, rowsByKeys } from './result-rows.js';
 import { readTextFields } from './text-fields.js';
+import { clausesOf } from './text-query.js';
 import { textScoring } from './text-scoring.js';
 
 // Hybrid search: a BM25 leg and a vector leg (legs.ts) run side by side, fused by reciprocal rank (fusion.ts).
@@ -22,7 +23,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   const plan = planHybrid(table, req);
   if (plan.filterOnly) return filtered(table, plan, req);
   const { fields, offset, window, operator, filter, textQuery, phrases, textFields, vector } = plan;
-  // One entry per text column, then the vector column's.
+  // Each text column's index is its own: one may lag where another does not.
   const texts = textQuery === undefined ? [] : textFields;
   const freshness = await freshnessOf(
     table,
@@ -47,18 +48,21 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     return { ...none, receipt: { ...receipt, freshRows: 0 }, ...(members === undefined ? {} : { members }) };
   }
   // BM25 over the live rows whatever the index state; eventual asks for the index's answer, its scores included.
-  const asks: TextAsk[] = await Promise.all(
-    texts.map(async ({ field }, i) => {
+  // A column where the query makes no token (stop words alone) is not read: it would match nothing.
+  const asked = await Promise.all(
+    texts.map(async ({ field, boost }, i) => {
+      const query = await clausesOf(table, field, { words: textQuery as string, phrases });
+      if (query === undefined) return [];
       const indexedOnly = freshness.indexedOnly[i] ?? false;
       const exact = freshness.exactIndex[i] ?? true;
-      const query = textQuery as string;
       const scoring =
-        exact || indexedOnly
-          ? undefined
-          : await textScoring(table, receipt.version, field, { words: query, phrases }, operator);
-      return { query, phrases, field, operator, indexedOnly, scoring };
+        exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query, operator);
+      const ask: TextAsk = { query: query.words, phrases: query.phrases, field, operator, indexedOnly, scoring };
+      return [{ ask, boost }];
     }),
   );
+  const asks = asked.flat().map((a) => a.ask);
+  const boosts = asked.flat().map((a) => a.boost);
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window; but a
   // text leg over several columns draws its candidates from each column's best `window` (`readTextFields`).
@@ -123,7 +127,6 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     const [one] = asks;
     if (one === undefined) return undefined;
     const started = performance.now();
-    const boosts = texts.map((t) => t.boost);
     const hits =
       asks.length === 1 && boosts[0] === 1 ? await readTextLeg(legs, one) : await readTextFields(legs, asks, boosts);
     const ranked = await ranking(hits, 'higher', req.text_weight);

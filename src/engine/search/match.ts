@@ -4,6 +4,7 @@ import { intRange, parseDate, parseTimestamp } from '../../arrow/from-json.js';
 import { BadRequest } from '../../errors.js';
 import { textFieldsOf } from '../indexes/fts.js';
 import { declarationKey } from '../indexes/registry.js';
+import { integerLiteral, stringLiteral } from '../predicate/literals.js';
 import { ROW_KEY, spellingOf } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { freshnessOf } from './freshness.js';
@@ -18,7 +19,7 @@ import {
   type RowsResult,
 } from './request.js';
 import { inRowOrder, rowsWithin } from './result-rows.js';
-import { checkPhrases, parseTextQuery } from './text-query.js';
+import { checkPhrases, clausesOf, parseTextQuery } from './text-query.js';
 
 const { Type } = arrow;
 // Unscored matches: full-text count and token match, and exact match of one column's value.
@@ -35,22 +36,21 @@ async function fullTextMatches(
   const fields = textFieldsOf(table, { name: 'field_name', value: req.field_name }, req.text_fields);
   const operator = operatorOf(req.operator);
   const tokens = hasTokens(req.query);
-  const { words, phrases } = parseTextQuery(req.query, 'query');
-  for (const { field } of fields) checkPhrases(table.indexes.fts, field, { words, phrases }, 'query');
+  const parsed = parseTextQuery(req.query, 'query');
+  for (const { field } of fields) checkPhrases(table.indexes.fts, field, parsed, 'query');
   const legs = fields.map(({ field }) => (tokens ? declarationKey('fts', field) : undefined));
   const { receipt } = await freshnessOf(table, legs, false);
   if (!tokens) return { hits: undefined, receipt };
-  const [only] = fields;
-  if (fields.length === 1 && only !== undefined) {
-    return {
-      hits: await table.rows.textMatches({ query: words, phrases, field: only.field, operator }, columns),
-      receipt,
-    };
-  }
-  // A row matching in several columns is one row: told apart by row key, which is all the callers read.
-  const each = await Promise.all(
-    fields.map(({ field }) => table.rows.textMatches({ query: words, phrases, field, operator }, [ROW_KEY])),
+  // A column where the query makes no token (stop words alone) matches nothing.
+  const asked = (
+    await Promise.all(fields.map(async ({ field }) => ({ field, query: await clausesOf(table, field, parsed) })))
+  ).flatMap(({ field, query }) =>
+    query === undefined ? [] : [{ query: query.words, phrases: query.phrases, field, operator }],
   );
+  const [only] = asked;
+  if (fields.length === 1 && only !== undefined) return { hits: await table.rows.textMatches(only, columns), receipt };
+  // A row matching in several columns is one row: told apart by row key, which is all the callers read.
+  const each = await Promise.all(asked.map((match) => table.rows.textMatches(match, [ROW_KEY])));
   const keys = new Set<bigint>();
   for (const hits of each) for (const key of hits.getChild(ROW_KEY) ?? []) keys.add(key as bigint);
   return { hits: new arrow.Table({ [ROW_KEY]: arrow.vectorFromArray([...keys], new arrow.Int64()) }), receipt };
@@ -73,12 +73,6 @@ export async function tokenMatch(table: TableHandle, req: MatchRequest, maxBytes
   const rows = await rowsWithin(table, req.limit === undefined ? keys : keys.slice(0, req.limit), fields, maxBytes);
   return { ...rows, receipt };
 }
-
-/**
- * An integer as SQL. The parser reads `-9223372036854775808` as the negation of a literal one past the
- * largest i64, which overflows; that one value is written as a difference instead.
- */
-const integerLiteral = (v: bigint): string => (v === -(2n ** 63n) ? '(-9223372036854775807 - 1)' : v.toString());
 
 /** `value` as a SQL literal of the column's type, or a 400; values are parsed, never pasted. */
 export function literalFor(type: DataType, value: string, column: string): string {
@@ -106,7 +100,7 @@ export function literalFor(type: DataType, value: string, column: string): strin
       return value.toUpperCase();
     case Type.Utf8:
     case Type.LargeUtf8:
-      return `'${value.replaceAll("'", "''")}'`;
+      return stringLiteral(value);
     case Type.Date:
       if (spellingOf(type) !== 'date32' || parseDate(value) === undefined) fail('a date "YYYY-MM-DD"');
       return `DATE '${value}'`;
