@@ -76,7 +76,7 @@ function rowsByKey(rows: InstanceType<typeof arrow.Table>, keys: BigInt64Array, 
  *
  * - append: its first row key is there. Keys are never reused, so only this write's commit ever holds it.
  * - upsert: the first of its new row keys is there, as for an append; one that only replaced rows is tested as an
- *   update.
+ *   update whose rows must all be there.
  * - update (a merge on row keys, which keeps them): every row of its keys still there equals the body's row
  *   paired with that key. Its own commit passes; so does a version where the rows already held those values,
  *   where merging them again would change nothing.
@@ -110,6 +110,9 @@ function testOf(
     const found = await table.rowsWhere(inKeys, [ROW_KEY, ...columns], { limit: keys.length });
     const now = rowsByKey(found, rowKeysOf(found), columns);
     for (const [key, row] of now) if (wanted.get(key) !== row) return undefined;
+    // An upsert leaves every one of its keys' rows there (no delete runs between its lookup and commit): a version
+    // missing one is not its commit, nor one where applying it would change nothing.
+    if (intent.kind === 'upsert' && now.size < keys.length) return undefined;
     return now.size;
   };
 }
