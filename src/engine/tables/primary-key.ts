@@ -2,6 +2,7 @@ import type { DataType, Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { BadRequest, Conflict } from '../../errors.js';
 import type { ScalarIndex } from '../indexes/scalar.js';
+import { integerLiteral, stringLiteral } from '../predicate/literals.js';
 import type { RowReads } from '../rows/source.js';
 import { describeField, ROW_KEY } from './schema.js';
 
@@ -77,14 +78,12 @@ function keyValueOf(type: DataType, value: unknown): KeyValue {
     case Type.Int: {
       const v = BigInt(value as number | bigint);
       const text = v.toString();
-      // The parser reads -2^63 as the negation of a literal one past the largest i64.
-      const literal = v === -(2n ** 63n) ? '(-9223372036854775807 - 1)' : text;
-      return { text, literal, shown: text };
+      return { text, literal: integerLiteral(v), shown: text };
     }
     case Type.Utf8:
     case Type.LargeUtf8: {
       const s = value as string;
-      return { text: s, literal: `'${s.replaceAll("'", "''")}'`, shown: JSON.stringify(s) };
+      return { text: s, literal: stringLiteral(s), shown: JSON.stringify(s) };
     }
     default: {
       const bytes = Buffer.from(value as Uint8Array);

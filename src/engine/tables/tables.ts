@@ -201,7 +201,7 @@ export class Tables {
         name: req.table_name,
         tableId: `t_${randomUUID().replaceAll('-', '')}`,
         schemaIpc: schemaToIpc(schema),
-        // The primary key is kept beside the index declarations (`primaryKeyOf` reads it back).
+        // Beside the index declarations, so that the catalog's tables need no new column for it.
         indexes: JSON.stringify(primaryKey === undefined ? indexes : { ...indexes, primary_key: primaryKey }),
         createdMs: Date.now(),
         state: 'creating',

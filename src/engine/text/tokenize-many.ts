@@ -12,6 +12,12 @@ const SEPARATOR = `zq${randomBytes(12).toString('hex')}7`;
 const MAX_TEXTS = 512;
 const MAX_CHARS = 256 * 1024;
 
+/** One text's tokens, its first at position 0. */
+function alone(tokens: readonly PositionedToken[]): PositionedTokens {
+  const start = tokens[0]?.position ?? 0;
+  return { tokens: tokens.map((t) => t.text), positions: tokens.map((t) => t.position - start) };
+}
+
 /**
  * Each text's tokens with their positions, from a tokenizer that takes one text a call (Lance's), asked for many
  * texts at once: they are joined with a separator word between them, and its tokens cut at the separators.
@@ -34,14 +40,15 @@ export async function tokenizeMany(
       chars += (texts[end] as string).length + SEPARATOR.length + 2;
       end++;
     }
-    const joined = texts.slice(at, end).join(` ${SEPARATOR} `);
-    const tokens = await tokenize(joined);
+    const batch = texts.slice(at, end);
+    const tokens = await tokenize(batch.join(` ${SEPARATOR} `));
+    const cut: PositionedTokens[] = [];
     let current: PositionedTokens = { tokens: [], positions: [] };
     // Alone, a text's first token is at position 0, whatever the analyzer dropped before it.
     let start: number | undefined;
     for (const token of tokens) {
       if (token.text === SEPARATOR) {
-        out.push(current);
+        cut.push(current);
         current = { tokens: [], positions: [] };
         start = undefined;
         continue;
@@ -50,7 +57,10 @@ export async function tokenizeMany(
       current.tokens.push(token.text);
       current.positions.push(token.position - start);
     }
-    out.push(current);
+    cut.push(current);
+    // An analyzer that did not keep the separator whole (none known does) gets each text alone.
+    if (cut.length === batch.length) out.push(...cut);
+    else for (const text of batch) out.push(alone(await tokenize(text)));
     at = end;
   }
   return out;

@@ -231,9 +231,10 @@ async function matchedKeys(table: TableHandle, predicate: string): Promise<BigIn
 }
 
 /**
- * the API's atomic replace: the rows P matches (in row order) are paired with the body's rows, which take over
+ * The API's atomic replace: the rows P matches (in row order) are paired with the body's rows, which take over
  * their row keys, and one merge-insert commit swaps them: no reader ever sees neither. Keys a concurrent
- * delete removed first update nothing and are counted as not found.
+ * delete removed first update nothing and are counted as not found. On a keyed table the new rows may hold the
+ * primary keys of the rows they replace and of no other row (409 `duplicate_key`).
  */
 export async function replace(
   catalog: CatalogStore,
