@@ -315,3 +315,39 @@ describe('retries', () => {
     expect(failed).toMatchObject({ status: 0 });
   });
 });
+
+test("a refusal keeps what its body says beside the message and code (a failed verification's checks)", async () => {
+  const checks = [
+    { step: 'credentials', ok: true, ms: 1.2 },
+    { step: 'put', ok: false, ms: 3.4, note: 'AccessDenied' },
+  ];
+  const server = createServer((_req, res) => {
+    res.writeHead(422, { 'content-type': 'application/json' });
+    res.end(
+      JSON.stringify({
+        error: 'storage verification failed at put: access denied',
+        code: 'verification_failed',
+        name: 'lake',
+        state: 'verify_failed',
+        step: 'put',
+        provider_code: 'AccessDenied',
+        checks,
+      }),
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const refused = await new Strata({ url, apiKey: 'k' }).databases.verify('lake').catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(StrataError);
+    expect(refused).toMatchObject({
+      status: 422,
+      code: 'verification_failed',
+      message: 'storage verification failed at put: access denied',
+      details: { step: 'put', provider_code: 'AccessDenied', state: 'verify_failed', checks },
+    });
+    expect((refused as StrataError).details).not.toHaveProperty('error');
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+});

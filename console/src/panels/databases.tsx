@@ -1,4 +1,4 @@
-import type { DatabaseSummary, Strata, VerifyReply } from '@strata/client';
+import { type DatabaseSummary, type Strata, StrataError, type VerifyReply } from '@strata/client';
 import { useEffect, useState } from 'preact/hooks';
 import { ErrorNote } from '../components/error';
 import { useFocusOnShow } from '../components/focus';
@@ -34,6 +34,11 @@ export function DatabasesPanel({ strata }: { strata: Strata }) {
       setVerified(await strata.databases.verify(name));
     } catch (err) {
       setError(err);
+      // A failed verification says which step failed and how each went: shown as a passed one is.
+      const checks = err instanceof StrataError ? err.details.checks : undefined;
+      if (Array.isArray(checks)) {
+        setVerified({ name, state: 'verify_failed', checks: checks as VerifyReply['checks'] });
+      }
     }
     // A verified database turns active by itself once a worker is placed, within a second or so here.
     for (let tries = 0; tries < 20; tries++) {
@@ -122,7 +127,7 @@ function VerifyChecks({ reply }: { reply: VerifyReply }) {
   return (
     <div class="verify" aria-live="polite">
       <h2>
-        Verified {reply.name}: now {reply.state}
+        {reply.state === 'verify_failed' ? 'Verification of' : 'Verified'} {reply.name}: now {reply.state}
       </h2>
       <table class="grid checks">
         <thead>

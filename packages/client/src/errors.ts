@@ -18,6 +18,11 @@ export class StrataError extends Error {
     /** How long the service asked to wait before retrying, when it did. */
     readonly retryAfterMs: number | undefined,
     options?: ErrorOptions,
+    /**
+     * What else the refusal's body says beside its message and code: a failed verification's `checks`, `step` and
+     * `provider_code`, say (the service's docs/api.md). Empty for the client's own failures.
+     */
+    readonly details: Readonly<Record<string, unknown>> = {},
   ) {
     super(message, options);
   }

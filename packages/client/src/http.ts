@@ -132,6 +132,7 @@ const waitRefused = (failure: StrataError, maxWaitMs: number) =>
     failure.code,
     failure.retryAfterMs,
     { cause: failure },
+    failure.details,
   );
 
 /**
@@ -255,14 +256,19 @@ function errorOf(res: Response): StrataError {
   const text = new TextDecoder().decode(res.bytes);
   let message = text || `HTTP ${res.status}`;
   let code: string | undefined;
+  let details: Record<string, unknown> = {};
   try {
     const body = JSON.parse(text) as { error?: unknown; code?: unknown };
     if (typeof body.error === 'string') message = body.error;
     if (typeof body.code === 'string') code = body.code;
+    if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+      const { error: _, code: __, ...rest } = body as Record<string, unknown>;
+      details = rest;
+    }
   } catch {
     // Not JSON: the text is the message.
   }
-  return new StrataError(message, res.status, code, retryAfterOf(res.headers));
+  return new StrataError(message, res.status, code, retryAfterOf(res.headers), undefined, details);
 }
 
 /** A reply's JSON. */
