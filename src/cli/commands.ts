@@ -89,6 +89,18 @@ function describedColumns(reply: unknown): Json[] {
   });
 }
 
+/** `--prefix` and `--fuzziness N` (0, 1 or 2), as a search asks for them. */
+function widening(parsed: Parsed): { prefix?: boolean; fuzziness?: 0 | 1 | 2 } {
+  const fuzziness = text(parsed, 'fuzziness');
+  if (fuzziness !== undefined && !['0', '1', '2'].includes(fuzziness)) {
+    throw new UsageError(`--fuzziness takes 0, 1 or 2, got "${fuzziness}"`);
+  }
+  return {
+    ...(parsed.values.prefix === true ? { prefix: true } : {}),
+    ...(fuzziness === undefined ? {} : { fuzziness: Number(fuzziness) as 0 | 1 | 2 }),
+  };
+}
+
 /** `COL` or `COL:BOOST` values of a repeatable flag, as text fields. */
 function textFieldsOf(values: readonly string[], flag: string): TextFieldSpec[] {
   return values.map((value) => {
@@ -113,6 +125,8 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     const parsed = parse(args, {
       text: { type: 'string' },
       'text-field': { type: 'string', multiple: true },
+      prefix: { type: 'boolean' },
+      fuzziness: { type: 'string' },
       vector: { type: 'string' },
       'vector-field': { type: 'string' },
       k: { type: 'string', short: 'k' },
@@ -141,6 +155,7 @@ const COMMANDS: Readonly<Record<string, (args: string[]) => Promise<number>>> = 
     const found = await table.searchWithReceipt({
       text: text(parsed, 'text'),
       ...(plain ? { textField: fields[0]?.field } : fields.length > 0 ? { textFields: fields } : {}),
+      ...widening(parsed),
       vector,
       vectorField: text(parsed, 'vector-field'),
       filter: text(parsed, 'filter'),

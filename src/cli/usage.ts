@@ -48,12 +48,15 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
   run one read-only SQL statement over the database's tables
   --database DB      the database`,
   search: `strata search --database DB --table T [--text Q --text-field F] [--vector JSON --vector-field F]
-                    [-k N] [--filter P] [--operator or|and]
+                    [-k N] [--filter P] [--operator or|and] [--prefix] [--fuzziness N]
   full-text (BM25), vector, or hybrid search (both, fused by reciprocal rank)
   --database DB      the database
   --table T          the table
   --text Q           the text query, with --text-field F: the indexed text column; repeat it (F or F:BOOST,
-                     e.g. --text-field summary:2 --text-field description) to search several as one leg
+                     e.g. --text-field summary:2 --text-field description) to search several as one leg;
+                     "quoted words" are a phrase
+  --prefix           the text's last word also finds every word it begins
+  --fuzziness N      each word of the text also finds the words within N edits (0, 1 or 2)
   --vector JSON      the query vector as a JSON array, with --vector-field F: the indexed vector column
   -k N               rows to return (10)
   --filter P         a predicate the rows must match, e.g. "price < 10"

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { connect } from '@lancedb/lancedb';
 import type { RecordBatch, Table } from 'apache-arrow';
+import { expect } from 'vitest';
 import { arrow } from '../../src/arrow/arrow.js';
 import { type JsonValue, rowsToJson } from '../../src/arrow/to-json.js';
 import { ROW_KEY } from '../../src/engine/tables/schema.js';
@@ -109,4 +110,25 @@ export async function openDataset(strata: TestServer, account: string, database:
       connection.close();
     },
   };
+}
+
+/**
+ * Each query answered the same rows in the same order, with the same `_bm25` (relative 1e-6: Lance's are 32-bit
+ * floats), before and after something that must not change a search (a fold, say).
+ */
+export function expectSameHits(
+  after: readonly { id: number; _bm25: number }[][],
+  before: readonly { id: number; _bm25: number }[][],
+  queries: readonly unknown[],
+): void {
+  after.forEach((rows, i) => {
+    const was = before[i] ?? [];
+    expect(
+      rows.map((r) => r.id),
+      JSON.stringify(queries[i]),
+    ).toEqual(was.map((r) => r.id));
+    rows.forEach((r, j) => {
+      expect(Math.abs(r._bm25 - (was[j]?._bm25 as number)) / r._bm25).toBeLessThan(1e-6);
+    });
+  });
 }

@@ -380,6 +380,8 @@ export class StrataTable {
       text_query: req.text,
       text_field: req.textField,
       text_fields: req.textFields,
+      prefix: req.prefix,
+      fuzziness: req.fuzziness,
       vector_query: req.vector,
       vector_field: req.vectorField,
       filter: req.filter,
@@ -419,6 +421,8 @@ export class StrataTable {
       ...fieldsOf(req.field),
       query: req.query,
       operator: req.operator,
+      prefix: req.prefix,
+      fuzziness: req.fuzziness,
       projection: req.projection,
       limit: req.limit,
     };

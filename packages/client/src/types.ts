@@ -226,6 +226,10 @@ export interface SearchRequest {
   textField?: string;
   /** Several full-text columns in place of `textField`: the leg's score is Σ boost × BM25 of each. */
   textFields?: TextFieldSpec[];
+  /** The text's last word also stands for every term it begins. */
+  prefix?: boolean;
+  /** Each word of the text also stands for the terms within this many edits (0, 1 or 2). */
+  fuzziness?: 0 | 1 | 2;
   vector?: number[];
   vectorField?: string;
   filter?: string;
@@ -281,6 +285,8 @@ export interface MatchRequest {
   /** The full-text column, or several: a row matching in any of them counts once. */
   field: string | TextFieldSpec[];
   query: string;
+  prefix?: boolean;
+  fuzziness?: 0 | 1 | 2;
   operator?: TextOperator;
   projection?: string[];
   limit?: number;

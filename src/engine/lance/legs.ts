@@ -64,17 +64,21 @@ export function numbersOf(table: Table, name: string): number[] {
 const idsOf = (rows: Table, wanted: boolean): RowId[] => (wanted ? (rowIdsOf(rows) as RowId[]) : []);
 
 /**
- * A text query as Lance takes it: the words as one match query, and with phrases, each phrase and the words (unless
- * none are left) as clauses of a boolean query (any of them under `or`, all under `and`), whose score is the sum of
- * theirs.
+ * A text query as Lance takes it: the words as one match query, and with phrases or widened words, each phrase,
+ * each widened word (any of its terms) and the words (unless none are left) as clauses of a boolean query (any of
+ * them under `or`, all under `and`), whose score is the sum of theirs.
  */
 export function fullTextQuery(match: TextMatch): FullTextQuery {
   const operator = match.operator === 'AND' ? Operator.And : Operator.Or;
   const words = new MatchQuery(match.query, match.field, { operator });
   const phrases = match.phrases ?? [];
-  if (phrases.length === 0) return words;
+  const anyOf = match.anyOf ?? [];
+  if (phrases.length === 0 && anyOf.length === 0) return words;
   const occur = match.operator === 'AND' ? Occur.Must : Occur.Should;
   const clauses: [Occur, FullTextQuery][] = phrases.map((phrase) => [occur, new PhraseQuery(phrase, match.field)]);
+  for (const terms of anyOf) {
+    clauses.push([occur, new MatchQuery(terms.join(' '), match.field, { operator: Operator.Or })]);
+  }
   if (match.query !== '') clauses.push([occur, words]);
   return new BooleanQuery(clauses);
 }

@@ -27,6 +27,8 @@ export interface TextMatch {
   operator: TextOperator;
   /** Phrases the rows must hold, their words in order (`or`: any clause matches; `and`: all). */
   phrases?: readonly string[];
+  /** Clauses of terms of which a row must hold any one (a query word widened by `prefix` or `fuzziness`). */
+  anyOf?: readonly (readonly string[])[];
 }
 
 /** A token and its position in its text. */

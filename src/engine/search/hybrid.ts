@@ -13,7 +13,7 @@ import { type HybridPlan, planHybrid } from './plan.js';
 import type { HybridRequest, RowsResult } from './request.js';
 import { inRowOrder, keysOf, rowsByKeys } from './result-rows.js';
 import { readTextFields } from './text-fields.js';
-import { clausesOf } from './text-query.js';
+import { clausesOf, widened } from './text-query.js';
 import { textScoring } from './text-scoring.js';
 
 // Hybrid search: a BM25 leg and a vector leg (legs.ts) run side by side, fused by reciprocal rank (fusion.ts).
@@ -22,7 +22,7 @@ import { textScoring } from './text-scoring.js';
 export async function hybridSearch(table: TableHandle, req: HybridRequest): Promise<RowsResult> {
   const plan = planHybrid(table, req);
   if (plan.filterOnly) return filtered(table, plan, req);
-  const { fields, offset, window, operator, filter, textQuery, phrases, textFields, vector } = plan;
+  const { fields, offset, window, operator, filter, textQuery, phrases, widening, textFields, vector } = plan;
   // Each text column's index is its own: one may lag where another does not.
   const texts = textQuery === undefined ? [] : textFields;
   const freshness = await freshnessOf(
@@ -51,13 +51,16 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   // A column where the query makes no token (stop words alone) is not read: it would match nothing.
   const asked = await Promise.all(
     texts.map(async ({ field, boost }, i) => {
-      const query = await clausesOf(table, field, { words: textQuery as string, phrases });
+      const clauses = await clausesOf(table, field, { words: textQuery as string, phrases });
+      const query =
+        clauses === undefined ? undefined : await widened(table, receipt.version, field, clauses, widening, operator);
       if (query === undefined) return [];
       const indexedOnly = freshness.indexedOnly[i] ?? false;
       const exact = freshness.exactIndex[i] ?? true;
       const scoring =
         exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query, operator);
-      const ask: TextAsk = { query: query.words, phrases: query.phrases, field, operator, indexedOnly, scoring };
+      const { words, anyOf } = query;
+      const ask: TextAsk = { query: words, phrases: query.phrases, anyOf, field, operator, indexedOnly, scoring };
       return [{ ask, boost }];
     }),
   );

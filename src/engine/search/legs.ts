@@ -60,6 +60,8 @@ export interface TextAsk {
   /** The query's words outside its phrases. */
   query: string;
   phrases: readonly string[];
+  /** The words widened by `prefix` or `fuzziness`, each to the terms it stands for (`query` is then empty). */
+  anyOf?: readonly (readonly string[])[];
   field: string;
   operator: TextOperator;
   indexedOnly: boolean;
@@ -73,13 +75,14 @@ export interface TextAsk {
  */
 export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
-  const { query, phrases, field, operator, indexedOnly, scoring } = ask;
+  const { query, phrases, anyOf, field, operator, indexedOnly, scoring } = ask;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
   const indexRead = (fresh: boolean) => async (limit: number) => {
     const hits = await readingFilter(() =>
       table.rows.textLeg({
         query,
         phrases,
+        anyOf,
         field,
         operator,
         filter,
@@ -96,9 +99,9 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   return readBeside(legs, 'text', {
     index: (fresh) => readLeg(indexRead(fresh), 'higher', ranked, first),
     // The fresh rows' scores are BM25 over the live rows: only beside an index whose scores are rescored so too.
-    // They hold no positions: a query with phrases reads the rows outside the index Lance's way.
+    // They hold no positions, nor search widened words: such a query reads the rows outside the index Lance's way.
     fresh:
-      scoring === undefined || indexedOnly || phrases.length > 0
+      scoring === undefined || indexedOnly || phrases.length > 0 || anyOf !== undefined
         ? undefined
         : (read) => table.fresh.searchText(read, field, scoring.query, operator, scoring.stats, ranked),
   });

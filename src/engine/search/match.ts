@@ -19,7 +19,7 @@ import {
   type RowsResult,
 } from './request.js';
 import { inRowOrder, rowsWithin } from './result-rows.js';
-import { checkPhrases, clausesOf, parseTextQuery } from './text-query.js';
+import { checkPhrases, clausesOf, parseTextQuery, widened } from './text-query.js';
 
 const { Type } = arrow;
 // Unscored matches: full-text count and token match, and exact match of one column's value.
@@ -41,11 +41,20 @@ async function fullTextMatches(
   const legs = fields.map(({ field }) => (tokens ? declarationKey('fts', field) : undefined));
   const { receipt } = await freshnessOf(table, legs, false);
   if (!tokens) return { hits: undefined, receipt };
-  // A column where the query makes no token (stop words alone) matches nothing.
+  // A column where the query makes no token (stop words alone), or whose widened words stand for no term,
+  // matches nothing.
+  const widening = { prefix: req.prefix === true, fuzziness: req.fuzziness ?? 0 };
   const asked = (
-    await Promise.all(fields.map(async ({ field }) => ({ field, query: await clausesOf(table, field, parsed) })))
+    await Promise.all(
+      fields.map(async ({ field }) => {
+        const clauses = await clausesOf(table, field, parsed);
+        const query =
+          clauses === undefined ? undefined : await widened(table, receipt.version, field, clauses, widening, operator);
+        return { field, query };
+      }),
+    )
   ).flatMap(({ field, query }) =>
-    query === undefined ? [] : [{ query: query.words, phrases: query.phrases, field, operator }],
+    query === undefined ? [] : [{ query: query.words, phrases: query.phrases, anyOf: query.anyOf, field, operator }],
   );
   const [only] = asked;
   if (fields.length === 1 && only !== undefined) return { hits: await table.rows.textMatches(only, columns), receipt };

@@ -7,6 +7,7 @@ import { checkPredicate } from '../predicate/predicate.js';
 import type { TextOperator } from '../rows/source.js';
 import { vectorWidth } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
+import type { Widening } from '../text/expansion.js';
 import { type HybridRequest, hasTokens, operatorOf, projectionOf } from './request.js';
 import { checkPhrases, parseTextQuery } from './text-query.js';
 
@@ -34,6 +35,8 @@ export interface HybridPlan {
   textQuery: string | undefined;
   /** The text query's phrases (`textQuery` is then its words alone). */
   phrases: string[];
+  /** How the text query's words widen (`prefix`, `fuzziness`). */
+  widening: Widening;
   textFields: TextField[];
   /** The vector leg's column, query and metric, when it runs. */
   vector: VectorLegPlan | undefined;
@@ -110,5 +113,6 @@ export function planHybrid(table: Pick<TableHandle, 'schema' | 'indexes'>, req: 
       'nothing to search: send a text_query with at least one token, a vector_query, or a filter alone',
     );
   }
-  return { fields, offset, window, operator, filter, textQuery, phrases, textFields, vector, filterOnly };
+  const widening = { prefix: req.prefix === true, fuzziness: req.fuzziness ?? 0 };
+  return { fields, offset, window, operator, filter, textQuery, phrases, widening, textFields, vector, filterOnly };
 }

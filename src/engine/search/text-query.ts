@@ -1,12 +1,16 @@
 import { BadRequest } from '../../errors.js';
 import type { FtsIndex } from '../indexes/fts.js';
+import type { TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
+import { expansionsOf, type Widening } from '../text/expansion.js';
 import { hasTokens } from './request.js';
 
 /** A text query as a user writes it: its words, and the phrases it holds in double quotes (docs/api.md, Phrases). */
 export interface TextQuery {
   words: string;
   phrases: string[];
+  /** The words widened (`prefix`, `fuzziness`): for each, the terms of the live rows it stands for. */
+  anyOf?: string[][];
 }
 
 /**
@@ -44,4 +48,35 @@ export async function clausesOf(table: TableHandle, field: string, query: TextQu
   const kept = query.phrases.filter((_, i) => (phrases[i]?.length ?? 0) > 0);
   if (words.length === 0 && kept.length === 0) return undefined;
   return { words: words.length > 0 ? query.words : '', phrases: kept };
+}
+
+/**
+ * The query with its words widened (docs/api.md, Prefixes and typos): each word stands for the terms of the live
+ * rows at `version` within `fuzziness` edits of it, the last one with `prefix` also for every term it begins.
+ * Lance is asked for those terms as words, so only terms its analyzer leaves as they are are kept. A word that
+ * stands for no term matches nothing: under `and` the whole query then matches none (undefined); under `or` it
+ * is dropped. Unwidened (no prefix, no fuzziness), the query is answered as it is.
+ */
+export async function widened(
+  table: TableHandle,
+  version: number,
+  field: string,
+  query: TextQuery,
+  widening: Widening,
+  operator: TextOperator,
+): Promise<TextQuery | undefined> {
+  if (!widening.prefix && widening.fuzziness === 0) return query;
+  const [tokens = []] = await table.text.tokensOf([query.words], field);
+  if (tokens.length === 0) return query;
+  const stats = await table.text.at(version, field);
+  if (stats === undefined) return operator === 'AND' ? undefined : { ...query, words: '' };
+  const expanded = expansionsOf(tokens, stats.terms(), stats, widening);
+  const flat = [...new Set(expanded.flat())];
+  const again = await table.text.tokensOf(flat, field);
+  const searchable = new Set(flat.filter((term, i) => again[i]?.length === 1 && again[i]?.[0] === term));
+  const anyOf = expanded.map((terms) => terms.filter((term) => searchable.has(term)));
+  if (operator === 'AND' && anyOf.some((terms) => terms.length === 0)) return undefined;
+  const kept = anyOf.filter((terms) => terms.length > 0);
+  if (kept.length === 0 && query.phrases.length === 0) return undefined;
+  return { words: '', phrases: query.phrases, anyOf: kept };
 }

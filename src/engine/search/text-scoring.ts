@@ -31,12 +31,16 @@ export async function textScoring(
   const stats = await table.text.at(version, field);
   if (stats === undefined) return undefined;
   const [tokens = []] = await table.text.tokensOf([query.words], field);
-  if (query.phrases.length === 0) return { field, query: tokens, clauses: undefined, operator, stats, table };
+  const widened = (query.anyOf ?? []).map((terms): Clause => ({ tokens: terms, any: true }));
+  if (query.phrases.length === 0 && widened.length === 0) {
+    return { field, query: tokens, clauses: undefined, operator, stats, table };
+  }
   const phrases = await table.text.positionedTokensOf(query.phrases, field);
   const clauses: Clause[] = phrases
     .filter((p) => p.tokens.length > 0)
     .map((p) => ({ tokens: p.tokens, offsets: p.positions.map((at) => at - (p.positions[0] as number)) }));
   if (tokens.length > 0) clauses.push({ tokens });
+  clauses.push(...widened);
   return { field, query: tokens, clauses, operator, stats, table };
 }
 

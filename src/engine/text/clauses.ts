@@ -3,12 +3,14 @@ import { bm25Scorer, type CollectionStatistics } from './bm25.js';
 import type { PositionedTokens } from './statistics.js';
 
 /**
- * One clause of a text query with phrases, tokenized: the words (any or all of them, by the operator), or one
- * phrase, whose tokens must stand at these offsets from the first (a stop word the analyzer drops leaves a gap).
+ * One clause of a text query with phrases or widened words, tokenized: the words (any or all of them, by the
+ * operator), one phrase, whose tokens must stand at these offsets from the first (a stop word the analyzer drops
+ * leaves a gap), or (`any`) the terms one widened word stands for, of which a row must hold one.
  */
 export interface Clause {
   tokens: string[];
   offsets?: number[];
+  any?: true;
 }
 
 /** Whether `row` holds the phrase: its tokens at their offsets from some position. */
@@ -35,7 +37,7 @@ export function clausesScorer(
       const hit =
         clause.offsets !== undefined
           ? holdsPhrase(row, clause)
-          : operator === 'AND'
+          : operator === 'AND' && clause.any !== true
             ? clause.tokens.every((t) => row.tokens.includes(t))
             : clause.tokens.some((t) => row.tokens.includes(t));
       if (!hit) return;

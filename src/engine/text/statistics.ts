@@ -28,6 +28,11 @@ class ColumnStatistics implements CollectionStatistics {
     return this.rowsWith.get(term) ?? 0;
   }
 
+  /** Every term some live row holds. */
+  terms(): IterableIterator<string> {
+    return this.rowsWith.keys();
+  }
+
   /** Counts a row's tokens in (`sign` 1) or out (−1); a row without tokens is no document. */
   count(tokens: readonly string[], sign: 1 | -1): void {
     if (tokens.length === 0) return;
@@ -91,8 +96,11 @@ export class TextStatistics {
     private readonly lanceTokens: LanceTokens,
   ) {}
 
-  /** The statistics of `column` at `version`, built if need be. */
-  async at(version: number, column: string): Promise<CollectionStatistics | undefined> {
+  /** The statistics of `column` at `version`, built if need be, with the terms of its live rows. */
+  async at(
+    version: number,
+    column: string,
+  ): Promise<(CollectionStatistics & { terms(): Iterable<string> }) | undefined> {
     let held = await this.current(version);
     if (held === undefined || !(await this.drain(held))) {
       held = await this.build(version);
