@@ -11,6 +11,7 @@ const UNIT = [
   'config',
   'configuration-docs',
   'digest-property',
+  'expansion',
   'fresh-rows',
   'fusion-property',
   'index-registry',
