@@ -66,6 +66,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
         acquire: (tableId) => store.acquireLease(tableId, nodeId, config.upkeepLeaseMs),
         renew: (tableId) => store.renewLease(tableId, nodeId, config.upkeepLeaseMs),
         release: (tableId) => store.releaseLease(tableId, nodeId),
+        upkept: (tableId) => store.recordUpkeep(tableId, Date.now()),
       },
       sql: {
         memoryMb: config.sqlMemoryMb,

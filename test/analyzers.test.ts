@@ -106,4 +106,17 @@ describe('analyzers', () => {
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(message);
   });
+
+  test('list_tables says when upkeep last committed work on each table: null until it has', async () => {
+    const listed = async () => (await tables.list()).json.tables.find((t) => t.table_name === 'pkgs');
+    const before = Date.now();
+    await tables.append('pkgs', [{ id: 99, summary: 'one more viewer' }]);
+    await upkeepPass(server, 'an');
+    const after = await listed();
+    expect(after?.last_upkeep_ms).toBeGreaterThanOrEqual(before);
+    expect(after?.last_upkeep_ms).toBeLessThanOrEqual(Date.now());
+    await tables.create({ table_name: 'untouched', schema: [{ name: 'id', type: 'i32' }] });
+    const untouched = (await tables.list()).json.tables.find((t) => t.table_name === 'untouched');
+    expect(untouched).toEqual({ table_name: 'untouched', num_rows: 0, last_upkeep_ms: null });
+  });
 });

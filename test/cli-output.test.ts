@@ -134,7 +134,7 @@ describe('--help and usage errors', () => {
 describe('what the service answers', () => {
   test('tables list, databases list and tables schema are aligned tables on a terminal', async () => {
     const tables = await onTerminal(['tables', 'list', '--database', 'db']);
-    expect(tables).toMatch(/^table_name +num_rows\n-+ +-+\nnotes +2\n\(1 row\)\n$/);
+    expect(tables).toMatch(/^table_name +num_rows +last_upkeep_ms\n-+ +-+ +-+\nnotes +2 +(\d+)?\n\(1 row\)\n$/);
     expectAligned(tables);
 
     const databases = await onTerminal(['databases', 'list']);
@@ -151,7 +151,7 @@ describe('what the service answers', () => {
 
   test('in a pipe, lists are JSON lines; a schema keeps the index declarations as the service gives them', async () => {
     const tables = await strata(['tables', 'list', '--database', 'db']);
-    expect(tables.stdout).toBe('{"table_name":"notes","num_rows":2}\n');
+    expect(tables.stdout).toMatch(/^\{"table_name":"notes","num_rows":2,"last_upkeep_ms":(null|\d+)\}\n$/);
 
     const schema = await strata(['tables', 'schema', 'notes', '--database', 'db']);
     const columns = schema.stdout

@@ -126,7 +126,7 @@ describe('the client against a real server', () => {
     // Upkeep may have committed since (a fold), never a version before the search's.
     expect(counted.receipt.version).toBeGreaterThanOrEqual(receipted.receipt.version);
     expect(await items.delete('id < 10')).toMatchObject({ matched: 10 });
-    expect(await db.listTables()).toContainEqual({ table_name: 'items', num_rows: 199_990 });
+    expect(await db.listTables()).toContainEqual(expect.objectContaining({ table_name: 'items', num_rows: 199_990 }));
     expect(await db.sql('SELECT count(*)::INTEGER AS n FROM items', { rows: true })).toEqual([{ n: 199_990 }]);
   }, 120_000);
 

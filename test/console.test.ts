@@ -241,6 +241,9 @@ describe('the console, in a browser', () => {
     const card = page.locator('article[data-table="products"]');
     await card.waitFor();
     await expect.poll(() => card.locator('.rows-count').textContent()).toBe('0 rows');
+    expect(await card.locator('.last-upkeep').textContent()).toMatch(
+      /^(no upkeep yet|last upkeep \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC)$/,
+    );
     await expect.poll(() => card.locator('table.schema').textContent()).toContain('vector(3)');
     const schema = await card.locator('table.schema').textContent();
     expect(schema).toContain('full-text (ascii_lower)');

@@ -139,5 +139,14 @@ export const SchemaReply = Type.Union([
 ]);
 
 export const ListTablesReply = Type.Object({
-  tables: Type.Array(Type.Object({ table_name: Type.String(), num_rows: Type.Integer() })),
+  tables: Type.Array(
+    Type.Object({
+      table_name: Type.String(),
+      num_rows: Type.Integer(),
+      last_upkeep_ms: Type.Union([Type.Integer(), Type.Null()], {
+        description:
+          'When index upkeep last committed work on the table (ms since the epoch), on any node; null before',
+      }),
+    }),
+  ),
 });

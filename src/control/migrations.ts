@@ -103,6 +103,8 @@ export const MIGRATIONS: readonly Migration[] = [
     postgres: `UPDATE accounts SET external_id = 'ext_' || ${RANDOM_HEX.postgres} WHERE external_id IS NULL;
      ALTER TABLE accounts ALTER COLUMN external_id SET NOT NULL;`,
   },
+  // When upkeep last committed work on each table, whichever node did it (`list_tables`' last_upkeep_ms).
+  'ALTER TABLE tables ADD COLUMN upkeep_ms BIGINT;',
 ];
 
 /**

@@ -35,6 +35,7 @@ export interface TableRow {
   indexes: string;
   created_ms: Ms;
   state: TableRecord['state'];
+  upkeep_ms?: Ms | null;
 }
 
 export const keyFromRow = (row: KeyRow): ApiKeyRecord => ({
@@ -63,6 +64,7 @@ export const tableFromRow = (row: TableRow): TableRecord => ({
   indexes: row.indexes,
   createdMs: Number(row.created_ms),
   state: row.state,
+  ...(row.upkeep_ms === null || row.upkeep_ms === undefined ? {} : { upkeepMs: Number(row.upkeep_ms) }),
 });
 
 /** The refusal of a table whose name the database already has. */

@@ -187,6 +187,10 @@ export abstract class SqlControlStore implements ControlStore {
     return this.onRequestPath.leases.release(tableId, holder);
   }
 
+  recordUpkeep(tableId: string, atMs: number): Promise<void> {
+    return this.q.tables.upkept(tableId, atMs);
+  }
+
   async beginIdempotent(
     scope: IdempotencyScope,
     fingerprint: string,

@@ -146,4 +146,6 @@ export interface ControlStore extends CatalogStore, WriteLedger {
    */
   renewLease(tableId: string, holder: string, forMs: number): Promise<boolean>;
   releaseLease(tableId: string, holder: string): Promise<void>;
+  /** Upkeep committed work on the table at `atMs` (its catalog entry's `upkeepMs`). */
+  recordUpkeep(tableId: string, atMs: number): Promise<void>;
 }

@@ -23,7 +23,10 @@ export function tablesOf(api: Client, database: string) {
       json('POST', `/v1/drop_table/${database}`, purge === undefined ? { table_name } : { table_name, purge }),
     schema: (table_name: string, encoding?: string) =>
       json('POST', `/v1/schema/${database}`, encoding === undefined ? { table_name } : { table_name, encoding }),
-    list: () => api.get<{ tables: { table_name: string; num_rows: number }[] }>(`/v1/list_tables/${database}`),
+    list: () =>
+      api.get<{ tables: { table_name: string; num_rows: number; last_upkeep_ms: number | null }[] }>(
+        `/v1/list_tables/${database}`,
+      ),
     append: (table: string, data: unknown[]) =>
       json('POST', `/v1/append/${database}${q(table)}`, { data }, { accept: 'application/json' }) as Promise<
         Reply<{ data: Row[]; error?: string; code?: string }>

@@ -93,7 +93,12 @@ function TableSummary({
       <div class="panel-head">
         <h2 id={`table-${name}`}>
           <a href={hrefOf({ view: 'table', db, table: name })}>{name}</a>{' '}
-          <span class="muted rows-count">{listing.num_rows.toLocaleString()} rows</span>
+          <span class="muted rows-count">{listing.num_rows.toLocaleString()} rows</span>{' '}
+          <span class="muted last-upkeep">
+            {listing.last_upkeep_ms === null
+              ? 'no upkeep yet'
+              : `last upkeep ${new Date(listing.last_upkeep_ms).toISOString().replace('T', ' ').slice(0, 19)} UTC`}
+          </span>
         </h2>
         <div class="actions">
           <a class="button" href={hrefOf({ view: 'table', db, table: name })}>

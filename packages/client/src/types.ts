@@ -207,6 +207,8 @@ export interface DropTableReply {
 export interface TableListing {
   table_name: string;
   num_rows: number;
+  /** When index upkeep last committed work on the table (ms since the epoch), on any node; null before. */
+  last_upkeep_ms: number | null;
 }
 
 export interface RowCounts {

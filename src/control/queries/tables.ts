@@ -50,6 +50,10 @@ export const tables = (db: Db) => ({
     await db.run(sql`UPDATE tables SET state = ${state} WHERE table_id = ${tableId}`);
   },
 
+  upkept: async (tableId: string, atMs: number): Promise<void> => {
+    await db.run(sql`UPDATE tables SET upkeep_ms = ${atMs} WHERE table_id = ${tableId}`);
+  },
+
   /**
    * Two statements: the second sees a lease that an `acquireLease` holding the table's row (which the first waited
    * for) committed meanwhile. Of drops racing on several nodes, the first waits for none and the others wait for

@@ -14,6 +14,8 @@ export interface TableRecord {
   createdMs: number;
   /** `creating` until the dataset and its indexes exist; a crash leaves it so, and the name stays usable. */
   state: 'creating' | 'ready';
+  /** When upkeep last committed work on the table (folded, compacted, trained), on any node; absent before. */
+  upkeepMs?: number;
 }
 
 /** What the engine needs of the control store to keep each database's catalog. */

@@ -277,12 +277,13 @@ export class Tables {
     };
   }
 
-  async list(): Promise<{ table_name: string; num_rows: number }[]> {
+  async list(): Promise<{ table_name: string; num_rows: number; last_upkeep_ms: number | null }[]> {
     const records = await this.ready();
     return Promise.all(
       records.map(async (record) => ({
         table_name: record.name,
         num_rows: await (await this.open(record)).rows.count(),
+        last_upkeep_ms: record.upkeepMs ?? null,
       })),
     );
   }

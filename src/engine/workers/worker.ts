@@ -123,7 +123,7 @@ export class DatabaseWorker {
     return this.tables.describe(name);
   }
 
-  listTables(): Promise<{ table_name: string; num_rows: number }[]> {
+  listTables(): Promise<{ table_name: string; num_rows: number; last_upkeep_ms: number | null }[]> {
     return this.tables.list();
   }
 
