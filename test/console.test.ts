@@ -298,7 +298,7 @@ describe('the console, in a browser', () => {
     await expect.poll(() => report.textContent()).toMatch(/Loaded 2 rows in 1 requests .*: 1 inserted, 1 updated;/);
   });
 
-  test('loads JSON Lines, Parquet and Arrow files too', async () => {
+  test('loads JSON Lines, Parquet (Snappy, gzip, Zstandard) and Arrow files too', async () => {
     screenshotOnFailure('load-more');
     const { page } = browser;
     const jsonl = `${JSON.stringify({ id: 20_000, title: 'jsonl kettle', price: 1.5, emb: [1, 0, 0] })}\n`;
@@ -308,18 +308,27 @@ describe('the console, in a browser', () => {
     await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.jsonl: jsonl, 1 rows');
     await page.getByRole('button', { name: 'Load', exact: true }).click();
     await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 1 rows in 1 requests/);
-    const parquet = join(files, 'more.parquet');
+    // Parquet as DuckDB writes it by default (Snappy), and compressed with gzip and with Zstandard.
     const instance = await DuckDBInstance.create(':memory:');
     const connection = await instance.connect();
-    await connection.run(
-      `COPY (SELECT 30000 + i AS id, 'parquet kettle ' || i AS title, i * 1.0 AS price, [0.0, 1.0, i * 1.0]::FLOAT[3] AS emb FROM range(2) t(i)) TO '${parquet}' (FORMAT PARQUET)`,
-    );
+    for (const [at, codec] of [
+      [0, 'snappy'],
+      [2, 'gzip'],
+      [4, 'zstd'],
+    ] as const) {
+      const parquet = join(files, `more-${codec}.parquet`);
+      await connection.run(
+        `COPY (SELECT 30000 + ${at} + i AS id, 'parquet kettle ' || (${at} + i) AS title, i * 1.0 AS price, [0.0, 1.0, (${at} + i) * 1.0]::FLOAT[3] AS emb FROM range(2) t(i)) TO '${parquet}' (FORMAT PARQUET, COMPRESSION ${codec})`,
+      );
+      await page.locator('#load-file').setInputFiles(parquet);
+      await expect
+        .poll(() => page.locator('.file-summary').textContent())
+        .toBe(`more-${codec}.parquet: parquet, 2 rows`);
+      await page.getByRole('button', { name: 'Load', exact: true }).click();
+      await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 2 rows in 1 requests/);
+    }
     connection.closeSync();
     instance.closeSync();
-    await page.locator('#load-file').setInputFiles(parquet);
-    await expect.poll(() => page.locator('.file-summary').textContent()).toBe('more.parquet: parquet, 2 rows');
-    await page.getByRole('button', { name: 'Load', exact: true }).click();
-    await expect.poll(() => page.locator('.load-report').textContent()).toMatch(/Loaded 2 rows in 1 requests/);
     // An Arrow IPC stream as Strata itself answers one: the console sends it as Arrow, re-batched by the client.
     const arrow = await server.withAuth(`Bearer ${key}`).raw(
       'POST',
@@ -349,8 +358,7 @@ describe('the console, in a browser', () => {
       );
     expect(rows.json.data).toEqual([
       { id: 20_000, title: 'jsonl kettle', emb: [1, 0, 0] },
-      { id: 30_000, title: 'parquet kettle 0', emb: [0, 1, 0] },
-      { id: 30_001, title: 'parquet kettle 1', emb: [0, 1, 1] },
+      ...[0, 1, 2, 3, 4, 5].map((i) => ({ id: 30_000 + i, title: `parquet kettle ${i}`, emb: [0, 1, i] })),
       { id: 40_000, title: 'arrow kettle', emb: [0.5, 0.5, 0] },
       { id: 50_000, title: 'new kettle', emb: [0, 1, 0] },
     ]);

@@ -58,17 +58,28 @@ export async function readFile(file: File, columns: readonly ColumnShape[]): Pro
   }
 }
 
-/** Loaded on first use only: most visits never read a Parquet file. */
+/**
+ * Loaded on first use only: most visits never read a Parquet file. Snappy is hyparquet's own; gzip and Zstandard
+ * are decoded by plain-JavaScript decoders (fflate, fzstd): those in WebAssembly, which the console's CSP does not
+ * let run, are not used.
+ */
 async function parquetRows(buffer: ArrayBuffer, columns: readonly ColumnShape[]): Promise<Record<string, unknown>[]> {
-  const { parquetReadObjects } = await import('hyparquet');
+  const [{ parquetReadObjects }, { gunzipSync }, { decompress }] = await Promise.all([
+    import('hyparquet'),
+    import('fflate'),
+    import('fzstd'),
+  ]);
+  const compressors = {
+    GZIP: (input: Uint8Array) => gunzipSync(input),
+    ZSTD: (input: Uint8Array) => decompress(input),
+  };
   const types = new Map(columns.map((column) => [column.name.toLowerCase(), column.type]));
   let read: Record<string, unknown>[];
   try {
-    read = await parquetReadObjects({ file: buffer });
+    read = await parquetReadObjects({ file: buffer, compressors });
   } catch (err) {
-    // Its other codecs' decoders are WebAssembly, which the console's CSP does not let run.
     throw new Error(
-      `cannot read this Parquet file here: ${err instanceof Error ? err.message : String(err)}. The console reads Parquet that is uncompressed or Snappy-compressed (the usual default); \`strata load\` reads every codec.`,
+      `cannot read this Parquet file here: ${err instanceof Error ? err.message : String(err)}. The console reads Parquet that is uncompressed, or compressed with Snappy, gzip or Zstandard; \`strata load\` reads every codec.`,
     );
   }
   return read.map((row) => {
