@@ -1,12 +1,14 @@
 /**
  * npm run bench:search — warm search latency through HTTP (k = 10) beside the same queries in-process on
  * LanceDB, hybrid searches a second with 8 clients at once (HTTP and in process), the round trip of requests that search nothing (the floor under every HTTP figure), recall@10 of the
- * vector leg against exact search, exact count of a two-term query, index build and upkeep times, latency with
+ * vector leg against exact search, hybrid search with and without a filter 1% of rows pass (a range of ids through
+ * the scalar index on id), exact count of a two-term query, index build and upkeep times, latency with
  * 1% and 10% of rows unindexed on the node that wrote them (its fresh tier) and on a node that did not (Lance's own
  * path), the 10% through HTTP strong and `consistency: "eventual"`, in process, and in process over the indexed
  * rows alone; how long upkeep then takes to fold them in and latency after; latency while 2,000 rows/s are
  * appended in 1k-row batches (sustained ingest); and server RSS.
- * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200).
+ * Sizes: BENCH_ROWS (default 1000000), BENCH_QUERIES (200). BENCH_ONLY_INDEXED=1 stops after the fully indexed
+ * phases (latency, recall, a selective filter), before the tail's.
  */
 import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -350,6 +352,51 @@ const summarize = (l: Latencies) => ({
   count: summary(l.count),
 });
 
+/**
+ * Hybrid search with a filter that 1% of the rows pass (a range of ids, through the scalar index on `id`) against
+ * the same searches without it, interleaved.
+ */
+async function selectiveFilter(server: Server, queries: ReturnType<typeof makeQueries>) {
+  const width = Math.floor(ROWS / 100);
+  const hybrid = (q: number, filter?: string) =>
+    server.post(
+      '/v1/hybrid_search/bench',
+      JSON.stringify({
+        table_name: 'docs',
+        text_field: 'body',
+        text_query: queries.texts[q % queries.texts.length],
+        vector_field: 'emb',
+        vector_query: queries.vectors[q % queries.vectors.length],
+        k: K,
+        projection: ['id'],
+        ...(filter === undefined ? {} : { filter }),
+      }),
+      { 'content-type': 'application/json', accept: ARROW },
+    );
+  const plain: number[] = [];
+  const withFilter: number[] = [];
+  for (let i = 0; i < QUERIES + 20; i++) {
+    const low = (i * 7919 * 97) % (ROWS - width);
+    const filter = `id >= ${low} AND id < ${low + width}`;
+    for (const [into, run] of [
+      [plain, () => hybrid(i)],
+      [withFilter, () => hybrid(i, filter)],
+    ] as const) {
+      const start = performance.now();
+      await run();
+      if (i >= 20) into.push(performance.now() - start);
+    }
+  }
+  const p = summary(plain);
+  const f = summary(withFilter);
+  return {
+    filter_passes: width,
+    hybrid_ms: p,
+    hybrid_with_filter_ms: f,
+    ratio_p50: Number((f.p50 / p.p50).toFixed(2)),
+  };
+}
+
 async function main(): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'strata-bench-search-'));
   const extra = Math.floor(ROWS / 9); // 10% of the final table
@@ -369,7 +416,7 @@ async function main(): Promise<void> {
         { name: 'body', type: 'utf8' },
         { name: 'emb', type: 'vector', dim: DIM },
       ],
-      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }], scalar: ['id'] },
     }),
   );
   const loadSeconds = await seconds(() => appendCorpus(server, corpus.texts, corpus.vectors, 0, ROWS));
@@ -405,6 +452,14 @@ async function main(): Promise<void> {
     );
     const got = (JSON.parse(body.toString()) as { data: { id: number }[] }).data.map((r) => r.id);
     found += got.filter((id) => exact.includes(id)).length;
+  }
+  const filtered = await selectiveFilter(server, queries);
+  if (process.env.BENCH_ONLY_INDEXED === '1') {
+    saveResults('search', { rows: ROWS, http_ms: summarize(http), selective_filter: filtered });
+    close();
+    await server.stop();
+    removeDataDir(dataDir);
+    return;
   }
   const rssIndexed = await server.rssMb();
   const upkeepRssIndexed = server.childrenRssMb();
@@ -488,6 +543,7 @@ async function main(): Promise<void> {
       ratio_http_vs_in_process: Number((concurrent.http / concurrent.inProcess).toFixed(2)),
     },
     recall_at_10_vector_leg: Number((found / (RECALL_QUERIES * K)).toFixed(3)),
+    selective_filter: filtered,
     count_two_terms: { query: queries.texts[0], hits: countHits.count },
     with_1pct_unindexed: { http_ms: summarize(httpOnePercent), vs_indexed: versus(httpOnePercent) },
     with_10pct_unindexed: {
