@@ -216,7 +216,13 @@ describe('strata load', () => {
       csv(ids, (id) => `first ${id}`),
     );
     const args = ['load', file('keyed.csv'), '--database', 'db', '--table', 'keyed', '--batch-rows', '700'];
-    const first = await cli([...args, '--create', '--primary-key', 'id', '--upsert'], env());
+    const bad = await cli([...args, '--create', '--fts', 'body:english:nope'], env()).catch(
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect('code' in bad && bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/--fts takes COLUMN, COLUMN:ANALYZER or COLUMN:ANALYZER:positions/);
+    const create = ['--create', '--primary-key', 'id', '--fts', 'body:english:positions', '--upsert'];
+    const first = await cli([...args, ...create], env());
     expect(first.stderr).toMatch(/loaded 5,000 rows/);
     // The file changed: every 10th row rewritten, 500 rows added.
     const changed = [...ids, ...Array.from({ length: 500 }, (_, i) => 5000 + i)];
@@ -238,6 +244,16 @@ describe('strata load', () => {
       table_name: 'keyed',
     });
     expect(schema.json.find((c) => c.name === 'id')?.primary_key).toBe(true);
+    expect(schema.json.find((c) => c.name === 'body')).toMatchObject({
+      indexes: [{ kind: 'fts', analyzer: 'english', positions: true }],
+    });
+    // Stemmed and with positions: "seconds 4990" is a phrase of the rewritten rows only.
+    const counted = await api.request<{ count: number }>('POST', '/v1/count/db', {
+      table_name: 'keyed',
+      field_name: 'body',
+      query: '"seconds 4990"',
+    });
+    expect(counted.json).toEqual({ count: 1 });
   }, 120_000);
 
   test('a load killed half-way and run again lands every row exactly once', async () => {

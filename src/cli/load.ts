@@ -1,5 +1,7 @@
 import {
+  type AnalyzerName,
   type Database,
+  type FtsIndexSpec,
   METRIC_ALIASES,
   METRICS,
   type MetricInput,
@@ -36,6 +38,25 @@ function vectorDeclarations(values: string[]): { column: string; metric: MetricI
       throw new UsageError(`--vector takes COLUMN:METRIC (cosine, l2sq (l2) or negdot (dot)), got "${value}"`);
     }
     return { column: value.slice(0, at), metric };
+  });
+}
+
+/**
+ * Parses `COL`, `COL:ANALYZER` and `COL:ANALYZER:positions` declarations of `--fts` (`COL::positions` keeps the
+ * default analyzer); the service checks the analyzer's name.
+ */
+function ftsDeclarations(values: string[]): FtsIndexSpec[] {
+  return values.map((value) => {
+    const [column = '', analyzer = '', positions, ...rest] = value.split(':');
+    if (column === '' || rest.length > 0 || (positions !== undefined && positions !== 'positions')) {
+      throw new UsageError(`--fts takes COLUMN, COLUMN:ANALYZER or COLUMN:ANALYZER:positions, got "${value}"`);
+    }
+    if (analyzer === '' && positions === undefined) return column;
+    return {
+      column,
+      ...(analyzer === '' ? {} : { analyzer: analyzer as AnalyzerName }),
+      ...(positions === undefined ? {} : { positions: true }),
+    };
   });
 }
 
@@ -223,7 +244,7 @@ export async function load(args: string[]): Promise<number> {
       const first = opened[0] as LoadFile;
       await first.checkNotWidened();
       for (const note of first.notes) process.stderr.write(`note: ${note}\n`);
-      const indexes = { fts: texts(parsed, 'fts'), vector: declared, scalar };
+      const indexes = { fts: ftsDeclarations(texts(parsed, 'fts')), vector: declared, scalar };
       await db.createTable(tableName, fieldSpecs(first.schema), indexes, { primaryKey }).catch((err: unknown) => {
         // Run again after an interrupted load: the table is there already.
         if (!(err instanceof StrataError && err.code === 'table_exists')) throw err;

@@ -34,7 +34,9 @@ strata keys revoke ID [--data-dir DIR]                revoke a key at once
   --database DB        the database
   --table T            the table
   --create             create the table from the first file's columns (it may exist already)
-  --fts COL            with --create: a full-text index on COL (repeatable)
+  --fts COL[:ANALYZER][:positions]
+                       with --create: a full-text index on COL, with ANALYZER (ascii_lower by default;
+                       english, french, …: stemmed) and, with :positions, word positions for "phrases" (repeatable)
   --vector COL:METRIC  load COL as a vector; with --create, index it with METRIC: cosine, l2sq (l2) or
                        negdot (dot) (repeatable)
   --scalar COL[:KIND]  with --create: a scalar index on COL for filters, predicates and exact_match; KIND btree,
