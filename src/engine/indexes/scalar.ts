@@ -22,8 +22,8 @@ type ScalarEntry = string | { column: string; kind?: string | null };
  * The column types each scalar index takes, as `/v1/schema` spells them (a label list's are its lists' items):
  * what Lance builds each of (a BTREE takes no binary, a BITMAP and a LABEL_LIST no floats, dates or times).
  */
-const INTEGERS = ['i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64'];
-const TEXTS = ['utf8', 'large_utf8'];
+export const INTEGERS = ['i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64'];
+export const TEXTS = ['utf8', 'large_utf8'];
 const TAKES: Readonly<Record<ScalarIndexType, readonly string[]>> = {
   btree: ['bool', ...INTEGERS, 'f16', 'f32', 'f64', ...TEXTS, 'date32', 'timestamp_ms', 'timestamp_us'],
   bitmap: ['bool', ...INTEGERS, ...TEXTS, 'binary', 'large_binary'],

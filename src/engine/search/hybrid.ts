@@ -49,23 +49,25 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   }
   // BM25 over the live rows whatever the index state; eventual asks for the index's answer, its scores included.
   // A column where the query makes no token (stop words alone) is not read: it would match nothing.
-  const asked = await Promise.all(
-    texts.map(async ({ field, boost }, i) => {
-      const clauses = await clausesOf(table, field, { words: textQuery as string, phrases });
-      const query =
-        clauses === undefined ? undefined : await widened(table, receipt.version, field, clauses, widening, operator);
-      if (query === undefined) return [];
-      const indexedOnly = freshness.indexedOnly[i] ?? false;
-      const exact = freshness.exactIndex[i] ?? true;
-      const scoring =
-        exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query, operator);
-      const { words, anyOf } = query;
-      const ask: TextAsk = { query: words, phrases: query.phrases, anyOf, field, operator, indexedOnly, scoring };
-      return [{ ask, boost }];
-    }),
-  );
-  const asks = asked.flat().map((a) => a.ask);
-  const boosts = asked.flat().map((a) => a.boost);
+  const asked = (
+    await Promise.all(
+      texts.map(async ({ field, boost }, i) => {
+        const clauses = await clausesOf(table, field, { words: textQuery as string, phrases });
+        const query =
+          clauses === undefined ? undefined : await widened(table, receipt.version, field, clauses, widening, operator);
+        if (query === undefined) return [];
+        const indexedOnly = freshness.indexedOnly[i] ?? false;
+        const exact = freshness.exactIndex[i] ?? true;
+        const scoring =
+          exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query, operator);
+        const { words, anyOf } = query;
+        const ask: TextAsk = { query: words, phrases: query.phrases, anyOf, field, operator, indexedOnly, scoring };
+        return [{ ask, boost }];
+      }),
+    )
+  ).flat();
+  const asks = asked.map((a) => a.ask);
+  const boosts = asked.map((a) => a.boost);
 
   // One leg alone ranks as it fuses, so it needs only the rows up to the page's end, not the whole window; but a
   // text leg over several columns draws its candidates from each column's best `window` (`readTextFields`).

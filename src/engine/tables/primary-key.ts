@@ -1,7 +1,7 @@
 import type { DataType, Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { BadRequest, Conflict } from '../../errors.js';
-import type { ScalarIndex } from '../indexes/scalar.js';
+import { INTEGERS, type ScalarIndex, TEXTS } from '../indexes/scalar.js';
 import { integerLiteral, stringLiteral } from '../predicate/literals.js';
 import type { RowReads } from '../rows/source.js';
 import { describeField, ROW_KEY } from './schema.js';
@@ -12,20 +12,7 @@ const { Type } = arrow;
  * The types a primary key may have (docs/api.md, Primary keys): values compared exactly, whose literals Lance's
  * filters read back unchanged. Floats (NaN, -0), dates and times (time zones, units) are left out.
  */
-const KEY_TYPES = [
-  'i8',
-  'i16',
-  'i32',
-  'i64',
-  'u8',
-  'u16',
-  'u32',
-  'u64',
-  'utf8',
-  'large_utf8',
-  'binary',
-  'large_binary',
-];
+const KEY_TYPES = [...INTEGERS, ...TEXTS, 'binary', 'large_binary'];
 
 /** The scalar index a primary key gets when none is declared on it: a BTREE, but for binary keys (Lance's BTREE takes none). */
 export function keyIndexOf(field: Field): ScalarIndex {

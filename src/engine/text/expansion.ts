@@ -38,7 +38,7 @@ export interface Widening {
 
 /**
  * The terms of the live rows each query token stands for: itself and those within `fuzziness` edits, and for the
- * last token with `prefix`, every term it begins; at most `MAX_EXPANSIONS` each, the nearest and then the most
+ * last token with `prefix`, every term it begins; at most `MAX_EXPANSIONS` each, the token itself and then the most
  * common first (ties by the term), so that the choice is the same wherever the rows lie. A token standing for no
  * term gets none.
  */
@@ -48,19 +48,22 @@ export function expansionsOf(
   stats: Pick<CollectionStatistics, 'docsWith'>,
   widening: Widening,
 ): string[][] {
-  const vocabulary = [...terms];
-  return tokens.map((token, i) => {
-    const prefix = widening.prefix && i === tokens.length - 1;
-    const found: { term: string; distance: number; docs: number }[] = [];
-    for (const term of vocabulary) {
-      let distance: number | undefined;
-      if (prefix && term.startsWith(token)) distance = 0;
-      else if (withinEdits(term, token, widening.fuzziness)) distance = term === token ? 0 : 1;
-      if (distance !== undefined) found.push({ term, distance, docs: stats.docsWith(term) });
-    }
-    found.sort(
-      (a, b) => a.distance - b.distance || b.docs - a.docs || (a.term < b.term ? -1 : a.term > b.term ? 1 : 0),
-    );
-    return found.slice(0, MAX_EXPANSIONS).map((f) => f.term);
-  });
+  type Found = { term: string; exact: boolean; docs: number };
+  const found = tokens.map((): Found[] => []);
+  // One pass over the vocabulary for every token: it may hold hundreds of thousands of terms.
+  for (const term of terms) {
+    tokens.forEach((token, i) => {
+      const prefix = widening.prefix && i === tokens.length - 1 && term.startsWith(token);
+      if (!prefix && !withinEdits(term, token, widening.fuzziness)) return;
+      found[i]?.push({ term, exact: term === token, docs: stats.docsWith(term) });
+    });
+  }
+  const order = (a: Found, b: Found) =>
+    Number(b.exact) - Number(a.exact) || b.docs - a.docs || (a.term < b.term ? -1 : a.term > b.term ? 1 : 0);
+  return found.map((each) =>
+    each
+      .sort(order)
+      .slice(0, MAX_EXPANSIONS)
+      .map((f) => f.term),
+  );
 }
