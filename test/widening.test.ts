@@ -110,10 +110,13 @@ describe('prefix and fuzziness', () => {
     expect(listed.json.data.map((r) => r.id)).toEqual([0, 1, 2, 5, 100]);
   });
 
-  test('fuzziness above 2 is 400', async () => {
+  test('fuzziness above 2, or over more than 16 words, is 400', async () => {
     const res = await search({ text_query: 'kettle', fuzziness: 3 });
     expect(res.status).toBe(400);
     expect(res.json.error).toMatch(/fuzziness/);
+    const long = await search({ text_query: Array.from({ length: 17 }, (_, i) => `w${i}`).join(' '), fuzziness: 1 });
+    expect(long.status).toBe(400);
+    expect(long.json.error).toMatch(/fuzziness applies to at most 16 words of a query; this one holds 17/);
   });
 
   test('the client and the CLI ask for them', async () => {

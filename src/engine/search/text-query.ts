@@ -50,6 +50,9 @@ export async function clausesOf(table: TableHandle, field: string, query: TextQu
   return { words: words.length > 0 ? query.words : '', phrases: kept };
 }
 
+/** Words of a query that `fuzziness` widens, at most. */
+const MAX_FUZZY_WORDS = 16;
+
 /**
  * The query with its words widened (docs/api.md, Prefixes and typos): each word stands for the terms of the live
  * rows at `version` within `fuzziness` edits of it, the last one with `prefix` also for every term it begins.
@@ -68,6 +71,12 @@ export async function widened(
   if (!widening.prefix && widening.fuzziness === 0) return query;
   const [tokens = []] = await table.text.tokensOf([query.words], field);
   if (tokens.length === 0) return query;
+  // Each word with typos is held against every term of the column: a long query must not hold the event loop.
+  if (widening.fuzziness > 0 && tokens.length > MAX_FUZZY_WORDS) {
+    throw new BadRequest(
+      `fuzziness applies to at most ${MAX_FUZZY_WORDS} words of a query; this one holds ${tokens.length}`,
+    );
+  }
   const stats = await table.text.at(version, field);
   if (stats === undefined) return operator === 'AND' ? undefined : { ...query, words: '' };
   const expanded = expansionsOf(tokens, stats.terms(), stats, widening);
