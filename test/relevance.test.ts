@@ -187,6 +187,31 @@ describe('text_fields under english, against BM25 from its definition', () => {
     for (const query of QUERIES) expectSame(await strata(query), reference(query), query);
   });
 
+  test('text_fields beside text_field, a column twice or without a full-text index, is 400 naming it', async () => {
+    const refused = async (body: object) => {
+      const res = await api.request<{ error: string; code: string }>('POST', '/v1/hybrid_search/rel', {
+        table_name: 'pkgs',
+        text_query: 'viewer',
+        k: 3,
+        ...body,
+      });
+      expect(res.status).toBe(400);
+      expect(res.json.code).toBe('bad_request');
+      return res.json.error;
+    };
+    expect(await refused({ text_field: 'summary', text_fields: [{ field: 'summary' }] })).toBe(
+      'send one of text_field and text_fields, not both',
+    );
+    expect(await refused({ text_fields: [{ field: 'summary' }, { field: 'summary', boost: 2 }] })).toBe(
+      'text_fields[1]: column "summary" is listed twice',
+    );
+    expect(await refused({ text_fields: [{ field: 'id' }] })).toBe(
+      'text_fields[0].field: column "id" has no full-text index',
+    );
+    expect(await refused({ text_fields: [{ field: 'summary', boost: 0 }] })).toMatch(/text_fields\/0\/boost|boost/);
+    expect(await refused({ text_fields: [] })).toMatch(/text_fields/);
+  });
+
   test('count and token_match take text_fields: a row matching in either column, once', async () => {
     const matching = (query: string) =>
       rows.filter((_, i) => {
