@@ -10,8 +10,8 @@ import { tablesOf, textTable } from './support/tables.js';
  */
 
 let install: Nodes | undefined;
-afterEach(() => {
-  install?.stop();
+afterEach(async () => {
+  await install?.stop();
   install = undefined;
 });
 

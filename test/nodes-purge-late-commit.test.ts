@@ -31,7 +31,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   release();
-  install?.stop();
+  await install?.stop();
   await proxy?.close();
   await s3?.close();
 });

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rememberSecret } from './logs.js';
@@ -13,8 +14,8 @@ export interface Nodes {
   nodes: Served[];
   /** A client of account `acme` on each node. */
   apis: Client[];
-  /** Kills the nodes and deletes the data folder. */
-  stop(): void;
+  /** Kills the nodes, waits for them to end, and deletes the data folder. */
+  stop(): Promise<void>;
 }
 
 /** Starts `count` nodes with `env` over the control store's URL, and makes a key of account `acme` for them. */
@@ -32,10 +33,12 @@ export async function startNodes(count: number, env: Record<string, string> = {}
     dataDir,
     nodes,
     apis: nodes.map((node) => client(node.url, `Bearer ${secret}`)),
-    stop() {
+    async stop() {
       for (const node of nodes) node.child.kill('SIGKILL');
-      // A killed node's upkeep process ends once it notices its parent gone, and may write a file meanwhile.
-      rmSync(dataDir, { recursive: true, force: true, maxRetries: 30, retryDelay: 100 });
+      await Promise.all(nodes.map((node) => node.exited));
+      // A killed node's upkeep process ends once it notices its parent gone, and may finish writing an index
+      // file meanwhile: on a loaded machine that has taken longer than 3 s, so the folder is retried for 20 s.
+      await rm(dataDir, { recursive: true, force: true, maxRetries: 100, retryDelay: 200 });
     },
   };
 }

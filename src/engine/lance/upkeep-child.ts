@@ -89,5 +89,6 @@ process.on('message', (request: UpkeepRequest) => {
   );
 });
 
-// Work in flight is abandoned with the parent: Lance commits atomically, so a dataset keeps its last commit.
-process.on('disconnect', () => process.exit(0));
+// Work in flight is abandoned with the parent: Lance commits atomically, so a dataset keeps its last commit. The
+// process kills itself rather than exit, so no native thread goes on writing index files while exit hooks run.
+process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
