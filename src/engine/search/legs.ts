@@ -162,7 +162,9 @@ async function readBeside(
   const freshRead = searchFresh !== undefined && filter === undefined ? table.fresh.begin(kind) : undefined;
   if (searchFresh === undefined || freshRead === undefined) return read.index(false);
   try {
-    const indexed = await read.index(true);
+    // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
+    const reading = read.index(true);
+    reading.catch(() => undefined);
     let found: { keys: bigint[]; values: number[] };
     try {
       found = await searchFresh(freshRead);
@@ -172,7 +174,7 @@ async function readBeside(
       if (!(err instanceof FreshGone)) table.fresh.unsettled();
       return read.index(false);
     }
-    return besideFresh(legs, indexed, found);
+    return besideFresh(legs, await reading, found);
   } finally {
     table.fresh.end(freshRead);
   }
