@@ -1,6 +1,6 @@
 import { type ChildProcess, fork } from 'node:child_process';
 import { setPriority } from 'node:os';
-import { fileURLToPath } from 'node:url';
+import { builtModule } from '../../built-module.js';
 import type { LanceLocation } from '../../storage/lance.js';
 import type { IndexSpec } from '../indexes/registry.js';
 import { UpkeepProcessGone } from '../rows/source.js';
@@ -42,18 +42,8 @@ export const UPKEEP_NICENESS = 10;
  */
 const UPKEEP_IDLE_MS = 60_000;
 
-/**
- * The upkeep process's module. Beside this one when built; when this module runs from the TypeScript sources (the
- * tests), the build of them, which the tests' global setup makes first.
- */
-function childPath(): string {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return fileURLToPath(new URL('./upkeep-child.js', import.meta.url));
-  const at = here.lastIndexOf('/src/');
-  return `${here.slice(0, at)}/dist/${here.slice(at + 5).replace(/upkeep-process\.ts$/, 'upkeep-child.js')}`;
-}
-
-const CHILD = childPath();
+/** The upkeep process's module. */
+const CHILD = builtModule(import.meta.url, 'upkeep-child.js');
 
 interface Pending {
   resolve(): void;

@@ -1,7 +1,7 @@
-import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
+import { builtModule } from '../../built-module.js';
 import { BadRequest, type ErrorCode, Unavailable } from '../../errors.js';
 import { batchFromJson, checkConvertedSize, type ParsedRows } from './rows.js';
 
@@ -49,19 +49,6 @@ export function batchFromJsonBytes(schema: Schema, bytes: Uint8Array): RecordBat
   const rows = (body as { data: unknown[] }).data;
   checkConvertedSize(schema, rows.length, bytes.byteLength);
   return batchFromJson(schema, rows);
-}
-
-/**
- * The JSON thread's module. Beside this one when built; when this module runs from the TypeScript
- * sources (the tests), the build of them, which the tests' global setup makes first.
- */
-function workerUrl(): URL {
-  const here = fileURLToPath(import.meta.url);
-  if (!here.endsWith('.ts')) return new URL('./json-rows-worker.js', import.meta.url);
-  const at = here.lastIndexOf('/src/');
-  return pathToFileURL(
-    `${here.slice(0, at)}/dist/${here.slice(at + 5).replace(/json-rows\.ts$/, 'json-rows-worker.js')}`,
-  );
 }
 
 /**
@@ -129,7 +116,9 @@ export class JsonThread {
     if (this.worker !== undefined) return this.worker;
     // Bounded apart from the server's own heap: a body of millions of tiny rows that would need more than this
     // ends the thread (and fails the jobs it held with 503), not the process.
-    const worker = new Worker(workerUrl(), { resourceLimits: { maxOldGenerationSizeMb: JsonThread.HEAP_MB } });
+    const worker = new Worker(builtModule(import.meta.url, 'json-rows-worker.js'), {
+      resourceLimits: { maxOldGenerationSizeMb: JsonThread.HEAP_MB },
+    });
     worker.on('message', (reply: JsonReply) => this.answer(reply));
     worker.on('error', (err) =>
       this.lost(
