@@ -28,6 +28,7 @@ const UNIT = [
   'sql-memory-accounting',
   'ssrf',
   'table-changes',
+  'vector-matrix',
   'write-intent',
 ].map(file);
 

@@ -5,7 +5,8 @@ import type { CollectionStatistics } from '../text/bm25.js';
 import type { ColumnTexts } from '../text/statistics.js';
 import type { BudgetedTier, FreshBudget } from './budget.js';
 import { FreshPostings } from './postings.js';
-import { FreshVectors } from './vectors.js';
+import { MatrixLost } from './vector-scans.js';
+import { FreshVectors, type MatrixMaker } from './vectors.js';
 
 /** The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows. */
 export type FreshKind = 'text' | 'vector';
@@ -103,6 +104,7 @@ export class FreshRows implements BudgetedTier {
     soleWriter: boolean,
     private readonly tokens: (texts: readonly (string | null)[], column: string) => Promise<string[][]>,
     private readonly budget?: FreshBudget,
+    private readonly matrices?: MatrixMaker,
   ) {
     this.kinds = FRESH_KINDS.filter((kind) => (kind === 'text' ? indexes.fts : indexes.vector).length > 0);
     // A budget of nothing (`STRATA_FRESH_TIER_MB=0`) turns the tier off.
@@ -221,7 +223,14 @@ export class FreshRows implements BudgetedTier {
     this.check(read);
     const vectors = this.vectors.get(column);
     if (vectors === undefined) return { keys: [], values: [] };
-    return vectors.search(query, limit, this.after(read));
+    try {
+      return await vectors.search(query, limit, this.after(read));
+    } catch (err) {
+      if (!(err instanceof MatrixLost)) throw err;
+      // The scan thread died with every table's vectors: these rows are let go of, as the budget would.
+      if (read.epoch === this.epoch) this.overflow();
+      throw new FreshGone();
+    }
   }
 
   /**
@@ -272,7 +281,10 @@ export class FreshRows implements BudgetedTier {
     this.rows = new Map();
     this.batches = new Map();
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
-    this.vectors = new Map(this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric)] as const));
+    for (const vectors of this.vectors.values()) vectors.close();
+    this.vectors = new Map(
+      this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric, this.matrices)] as const),
+    );
     this.queue = [];
     this.charge(-this.bytes);
   }

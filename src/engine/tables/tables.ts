@@ -5,6 +5,7 @@ import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import type { FreshBudget } from '../fresh/budget.js';
 import { FreshRows } from '../fresh/rows.js';
+import type { MatrixMaker } from '../fresh/vectors.js';
 import {
   builtAtCreation,
   describeIndexedSchema,
@@ -68,6 +69,8 @@ function declarationsOf(req: CreateTableRequest): { schema: Schema; indexes: Tab
 export interface FreshTier {
   soleWriter: boolean;
   budget?: FreshBudget;
+  /** Where fresh vectors are kept and scanned; here when absent. */
+  matrices?: MatrixMaker;
 }
 
 /**
@@ -115,6 +118,7 @@ export class TableHandle {
       fresh.soleWriter,
       (texts, column) => this.text.tokensOf(texts, column),
       fresh.budget,
+      fresh.matrices,
     );
     // Every row the indexes of a kind cover at a version is one the fresh rows need not hold: as good as a fold.
     this.unindexed.onCovered = (version, kinds) => this.fresh.folded(version, kinds);

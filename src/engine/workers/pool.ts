@@ -1,4 +1,5 @@
 import { StrataError, Throttled, Unavailable } from '../../errors.js';
+import { VectorScanThread } from '../fresh/vector-scans.js';
 import { UpkeepProcess } from '../lance/index.js';
 import { JsonThread } from '../writes/json-rows.js';
 import { type DatabaseRef, DatabaseWorker, type Lease, type WorkerDeps } from './worker.js';
@@ -42,6 +43,8 @@ export class WorkerPool {
   readonly upkeepProcess = new UpkeepProcess();
   /** Where large JSON is parsed and made: one thread for the node, started on first use. */
   readonly json = new JsonThread();
+  /** Where fresh vectors are kept and scanned: one thread for the node, started on first use. */
+  readonly vectorScans = new VectorScanThread();
 
   constructor(private readonly options: WorkerPoolOptions) {}
 
@@ -106,10 +109,11 @@ export class WorkerPool {
     // Stopped first, so that upkeep passes waiting on its work end at once rather than hold the workers' close.
     const upkeepStopped = this.upkeepProcess.close();
     const jsonStopped = this.json.close();
+    const scansStopped = this.vectorScans.close();
     await Promise.allSettled([...this.placing.values()]);
     const all = [...this.workers.values()];
     this.workers.clear();
-    await Promise.allSettled([upkeepStopped, jsonStopped, ...all.map((worker) => worker.close())]);
+    await Promise.allSettled([upkeepStopped, jsonStopped, scansStopped, ...all.map((worker) => worker.close())]);
   }
 
   /** Places a worker in the background after verification; a full node leaves the database `activating`. */

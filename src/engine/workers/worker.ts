@@ -6,6 +6,7 @@ import type { Binding } from '../../storage/binding.js';
 import { lanceLocation } from '../../storage/lance.js';
 import type { StorageEnv } from '../../storage/open.js';
 import type { FreshBudget } from '../fresh/budget.js';
+import type { VectorScanThread } from '../fresh/vector-scans.js';
 import { LanceStore, storageFailure, type UpkeepProcess } from '../lance/index.js';
 import type { EngineLog } from '../log.js';
 import { hybridSearch } from '../search/hybrid.js';
@@ -57,6 +58,7 @@ export interface WorkerDeps {
 interface NodeShared {
   upkeepProcess: UpkeepProcess;
   json: JsonThread;
+  vectorScans: VectorScanThread;
 }
 
 /** The wait a write refused as `index_behind` is asked for: a fold of a capped tail takes seconds. */
@@ -95,6 +97,7 @@ export class DatabaseWorker {
     const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, {
       soleWriter: !deps.upkeep.othersWrite,
       budget: deps.freshBudget,
+      matrices: (dim) => node.vectorScans.matrix(dim),
     });
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
     upkeep.start();
