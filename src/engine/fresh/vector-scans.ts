@@ -116,12 +116,17 @@ export class VectorScanThread {
   }
 }
 
+/** Room for waiting rows kept between sends. */
+const KEPT_WAITING_BYTES = 1 << 20;
+
 /**
  * A matrix on the scan thread. Rows written one by one are sent together: at the next scan, pack or close, or
  * once the writing code yields.
  */
 class ThreadMatrix implements FreshMatrix {
-  private waiting: Float32Array[] = [];
+  /** Rows written since the last send, copied at once (a write's vectors may view memory that moves on). */
+  private waiting = new Float32Array(0);
+  private waitingRows = 0;
   private waitingFrom = 0;
   private closed = false;
 
@@ -133,12 +138,21 @@ class ThreadMatrix implements FreshMatrix {
   ) {}
 
   write(slot: number, vectors: Float32Array): void {
-    if (this.waiting.length === 0) {
+    if (this.closed) return;
+    if (this.waitingRows > 0 && slot !== this.waitingFrom + this.waitingRows) this.flush();
+    if (this.waitingRows === 0) {
       this.waitingFrom = slot;
       queueMicrotask(() => this.flush());
-    } else if (slot !== this.waitingFrom + this.waitingRows()) this.flush();
-    if (this.waiting.length === 0) this.waitingFrom = slot;
-    this.waiting.push(vectors);
+    }
+    const rows = vectors.length / this.dim;
+    const end = (this.waitingRows + rows) * this.dim;
+    if (end > this.waiting.length) {
+      const grown = new Float32Array(Math.max(end, 2 * this.waiting.length, 64 * this.dim));
+      grown.set(this.waiting.subarray(0, this.waitingRows * this.dim));
+      this.waiting = grown;
+    }
+    this.waiting.set(vectors, this.waitingRows * this.dim);
+    this.waitingRows += rows;
   }
 
   pack(keep: readonly number[]): void {
@@ -154,23 +168,17 @@ class ThreadMatrix implements FreshMatrix {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    this.waiting = [];
+    this.waiting = new Float32Array(0);
+    this.waitingRows = 0;
     this.thread.released(this.worker, this.id);
   }
 
-  private waitingRows(): number {
-    return this.waiting.reduce((n, v) => n + v.length, 0) / this.dim;
-  }
-
   private flush(): void {
-    if (this.waiting.length === 0 || this.closed) return;
-    const vectors = new Float32Array(this.waiting.reduce((n, v) => n + v.length, 0));
-    let at = 0;
-    for (const v of this.waiting) {
-      vectors.set(v, at);
-      at += v.length;
-    }
-    this.waiting = [];
+    if (this.waitingRows === 0 || this.closed) return;
+    const vectors = this.waiting.slice(0, this.waitingRows * this.dim);
+    this.waitingRows = 0;
+    // A large commit's room is not kept for the small ones that follow.
+    if (this.waiting.byteLength > KEPT_WAITING_BYTES) this.waiting = new Float32Array(0);
     this.thread.send(this.worker, { op: 'write', matrix: this.id, dim: this.dim, slot: this.waitingFrom, vectors }, [
       vectors.buffer,
     ]);
