@@ -293,7 +293,8 @@ export class FreshRows implements BudgetedTier {
   private estimate(write: FreshWrite, row: number): number {
     let bytes = ROW_BYTES;
     for (const texts of write.texts.values()) bytes += (texts[row]?.length ?? 0) * TEXT_BYTES_PER_CHAR;
-    for (const vectors of write.vectors.values()) bytes += vectors[row]?.byteLength ?? 0;
+    // Each vector's f32 copy and, in a large matrix, its 8-bit code (a quarter more).
+    for (const vectors of write.vectors.values()) bytes += 1.25 * (vectors[row]?.byteLength ?? 0);
     return bytes;
   }
 
