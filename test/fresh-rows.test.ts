@@ -3,8 +3,10 @@ import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { FreshBudget } from '../src/engine/fresh/budget.js';
+import { FreshPostings } from '../src/engine/fresh/postings.js';
 import { FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
+import { bm25Scorer } from '../src/engine/text/bm25.js';
 
 // The fresh rows a sole-writer node searches beside its indexes, without Lance: a stub tokenizer splits on
 // spaces, and the statistics are fixed (scores only order the rows here).
@@ -310,5 +312,74 @@ describe('the fresh tier budget', () => {
     small.dispose();
     expect(budget.bytes).toBe(0);
     expect(budget.rows).toBe(0);
+  });
+});
+
+describe("the fresh rows' postings", () => {
+  test('score each row to the bit as bm25Scorer does, and answer the best k with their ties, through removals and packs', () => {
+    const word = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f');
+    const op = fc.oneof(
+      fc.record({
+        kind: fc.constant('add' as const),
+        key: fc.integer({ min: 0, max: 400 }),
+        rows: fc.integer({ min: 1, max: 900 }),
+        version: fc.integer({ min: 1, max: 5 }),
+        words: fc.array(word, { minLength: 1, maxLength: 6 }),
+      }),
+      fc.record({ kind: fc.constant('remove' as const), from: fc.nat(), span: fc.integer({ min: 1, max: 1500 }) }),
+      fc.record({
+        kind: fc.constant('search' as const),
+        query: fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f', 'zz'), { minLength: 1, maxLength: 4 }),
+        and: fc.boolean(),
+        limit: fc.integer({ min: 1, max: 40 }),
+        since: fc.integer({ min: 0, max: 5 }),
+      }),
+    );
+    return fc.assert(
+      fc.property(fc.array(op, { minLength: 5, maxLength: 30 }), (ops) => {
+        const postings = new FreshPostings();
+        const model = new Map<bigint, { tokens: string[]; version: number }>();
+        for (const o of ops) {
+          if (o.kind === 'add') {
+            for (let i = 0; i < o.rows; i++) {
+              const key = BigInt(o.key * 1000 + i);
+              if (model.has(key)) continue;
+              // Each row's words repeat and rotate, so rows differ in length and term counts, and many tie.
+              const tokens = o.words.flatMap((w, j) => Array.from({ length: 1 + ((i + j) % 3) }, () => w));
+              model.set(key, { tokens, version: o.version });
+              postings.add(key, tokens, o.version);
+            }
+          } else if (o.kind === 'remove') {
+            const held = [...model.keys()];
+            const start = o.from % (held.length + 1);
+            for (const key of held.slice(start, start + o.span)) {
+              model.delete(key);
+              postings.remove(key);
+            }
+          } else {
+            const docs = [...model.values()];
+            const stats = {
+              docs: docs.length,
+              tokens: docs.reduce((n, d) => n + d.tokens.length, 0),
+              docsWith: (term: string) => docs.filter((d) => d.tokens.includes(term)).length,
+            };
+            const score = bm25Scorer(o.query, stats, (t) => t);
+            const want = [...model]
+              .filter(([, d]) => d.version > o.since)
+              .filter(([, d]) =>
+                o.and ? o.query.every((t) => d.tokens.includes(t)) : o.query.some((t) => d.tokens.includes(t)),
+              )
+              .map(([key, d]) => ({ key, value: score(d.tokens) }))
+              .sort((x, y) => y.value - x.value || (x.key < y.key ? -1 : 1));
+            const edge = want[o.limit - 1]?.value;
+            const kept = edge === undefined ? want : want.filter((w) => w.value >= edge);
+            const got = postings.search(o.query, o.and ? 'AND' : 'OR', stats, o.limit, o.since);
+            expect(got.keys).toEqual(kept.map((w) => w.key));
+            expect(got.values).toEqual(kept.map((w) => w.value));
+          }
+        }
+      }),
+      { numRuns: 40 },
+    );
   });
 });

@@ -1,92 +1,241 @@
 import type { TextOperator } from '../rows/source.js';
-import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
+import { type CollectionStatistics, idfOf, lengthNorm, termScore } from '../text/bm25.js';
+
+/** Room the first growth of the rows' arrays makes. */
+const FIRST_ROWS = 1024;
+
+/** One term's rows, as row numbers with the term's frequency in each (a removed row's entry stays until a pack). */
+interface Posting {
+  rows: Int32Array;
+  tfs: Int32Array;
+  size: number;
+  /** Live rows holding the term. */
+  live: number;
+}
 
 /**
- * One full-text column of the fresh rows: each row's tokens as term ids, and the rows holding each term. Ids
- * rather than strings: 105k rows of ~20 tokens took 209 MB of heap as token strings with a set of terms per row,
- * 70 MB as ids. A term's id goes back for reuse once no row holds it, so the dictionary holds only live terms.
+ * One full-text column of the fresh rows, scored a query term at a time: each term's rows with its frequency in
+ * each, and each row's number of tokens and the version that wrote it. A query adds every term's weight into one
+ * score per row, walking the postings of its terms alone (105k rows of bench:search: ~5 ms a query when each
+ * candidate row's tokens were counted, a map of bigint keys between). Rows are numbered here; a removed row leaves
+ * its number and its postings' entries dead until dead rows outnumber live ones, when all are packed. A term's id
+ * goes back for reuse once no live row holds it, so the dictionary holds only live terms.
  */
 export class FreshPostings {
   private readonly ids = new Map<string, number>();
   /** Each id's term; empty where the id is free. */
   private readonly terms: string[] = [];
   private readonly free: number[] = [];
-  private readonly docs = new Map<bigint, Int32Array>();
-  private readonly postings = new Map<number, Set<bigint>>();
+  private postings: (Posting | undefined)[] = [];
+  /** Each live row's number. */
+  private readonly numbers = new Map<bigint, number>();
+  /** Per row number: its key (undefined once removed), tokens, version, and its distinct terms with frequencies. */
+  private keys: (bigint | undefined)[] = [];
+  private lengths = new Int32Array(FIRST_ROWS);
+  private versions = new Float64Array(FIRST_ROWS);
+  private termsOf: (Int32Array | undefined)[] = [];
+  private tfsOf: (Int32Array | undefined)[] = [];
+  /** Per row number, scratch of a search: its score so far, and how many distinct query terms it holds. */
+  private scores = new Float64Array(FIRST_ROWS);
+  private matched = new Int32Array(FIRST_ROWS);
 
-  /** Holds `tokens` for `key` (the key must not be held). */
-  add(key: bigint, tokens: readonly string[]): void {
-    const doc = new Int32Array(tokens.length);
-    tokens.forEach((token, i) => {
+  /** Holds `tokens` for `key`, written at `version` (the key must not be held). */
+  add(key: bigint, tokens: readonly string[], version: number): void {
+    const counts = new Map<number, number>();
+    for (const token of tokens) {
       let id = this.ids.get(token);
       if (id === undefined) {
         id = this.free.pop() ?? this.terms.length;
         this.ids.set(token, id);
         this.terms[id] = token;
       }
-      doc[i] = id;
-    });
-    this.docs.set(key, doc);
-    for (const id of new Set(doc)) {
-      let keys = this.postings.get(id);
-      if (keys === undefined) {
-        keys = new Set();
-        this.postings.set(id, keys);
-      }
-      keys.add(key);
+      counts.set(id, (counts.get(id) ?? 0) + 1);
     }
+    const row = this.keys.length;
+    if (row === this.lengths.length) this.grow(2 * row);
+    this.keys.push(key);
+    this.numbers.set(key, row);
+    this.lengths[row] = tokens.length;
+    this.versions[row] = version;
+    this.termsOf.push(Int32Array.from(counts.keys()));
+    this.tfsOf.push(Int32Array.from(counts.values()));
+    for (const [id, tf] of counts) this.post(id, row, tf);
   }
 
   remove(key: bigint): void {
-    const doc = this.docs.get(key);
-    if (doc === undefined) return;
-    this.docs.delete(key);
-    for (const id of new Set(doc)) {
-      const keys = this.postings.get(id);
-      keys?.delete(key);
-      if (keys?.size !== 0) continue;
-      this.postings.delete(id);
+    const row = this.numbers.get(key);
+    if (row === undefined) return;
+    this.numbers.delete(key);
+    this.keys[row] = undefined;
+    for (const id of this.termsOf[row] ?? []) {
+      const posting = this.postings[id] as Posting;
+      if (--posting.live > 0) continue;
+      this.postings[id] = undefined;
       this.ids.delete(this.terms[id] as string);
       this.terms[id] = '';
       this.free.push(id);
     }
+    this.termsOf[row] = undefined;
+    this.tfsOf[row] = undefined;
+    if (this.keys.length - this.numbers.size > Math.max(FIRST_ROWS, this.numbers.size)) this.pack();
   }
 
   /**
-   * The held rows `eligible` admits that match a query's tokens (any of them, or all under AND), each with its
-   * BM25 score under `stats`; the best `limit`, and every row tied with the last (ties by key).
+   * The held rows written after version `since` that match a query's tokens (any of them, or all under AND), each
+   * with its BM25 score under `stats`; the best `limit`, and every row tied with the last (ties by key). Each row's
+   * score adds its terms' weights in the query's order, as `bm25Scorer` does, so both give the same bits.
    */
   search(
     query: readonly string[],
     operator: TextOperator,
     stats: CollectionStatistics,
     limit: number,
-    eligible: (key: bigint) => boolean,
+    since: number,
   ): { keys: bigint[]; values: number[] } {
+    const none = { keys: [], values: [] };
     // A query token no row here holds matches nothing here, and under AND no row at all.
     const known = query.map((token) => this.ids.get(token) ?? -1);
-    const lists = [...new Set(known)].map((id) => this.postings.get(id));
-    if (operator === 'AND' && lists.some((keys) => keys === undefined)) return { keys: [], values: [] };
-    const held = lists.filter((keys): keys is Set<bigint> => keys !== undefined);
-    const candidates = operator === 'AND' ? smallest(held) : new Set(held.flatMap((keys) => [...keys]));
-    const score = bm25Scorer(known, stats, (id) => (id < 0 ? '' : (this.terms[id] as string)));
-    const scored: { key: bigint; value: number }[] = [];
-    for (const key of candidates) {
-      const doc = this.docs.get(key);
-      if (doc === undefined || !eligible(key)) continue;
-      if (operator === 'AND' && !held.every((keys) => keys.has(key))) continue;
-      scored.push({ key, value: score(doc) });
+    if (operator === 'AND' && known.some((id) => id < 0)) return none;
+    if (stats.docs === 0 || limit <= 0) return none;
+    const distinct = new Set(known.filter((id) => id >= 0));
+    const idf = new Map<number, number>();
+    for (const id of distinct) idf.set(id, idfOf(stats.docsWith(this.terms[id] as string), stats.docs));
+    const { scores, matched, lengths, versions, keys } = this;
+    const touched: number[] = [];
+    const counted = new Set<number>();
+    for (const id of known) {
+      const posting = id < 0 ? undefined : this.postings[id];
+      if (posting === undefined) continue;
+      const weight = idf.get(id) as number;
+      const first = !counted.has(id);
+      counted.add(id);
+      const { rows, tfs, size } = posting;
+      for (let i = 0; i < size; i++) {
+        const row = rows[i] as number;
+        if (keys[row] === undefined || (versions[row] as number) <= since) continue;
+        if (scores[row] === 0) touched.push(row);
+        scores[row] =
+          (scores[row] as number) + termScore(weight, tfs[i] as number, lengthNorm(lengths[row] as number, stats));
+        if (first) matched[row] = (matched[row] as number) + 1;
+      }
     }
-    scored.sort((a, b) => b.value - a.value || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-    const edge = scored[limit - 1]?.value;
-    const kept = edge === undefined ? scored : scored.filter((s) => s.value >= edge);
-    return { keys: kept.map((s) => s.key), values: kept.map((s) => s.value) };
+    const wanted = operator === 'AND' ? distinct.size : 1;
+    const hits = touched.filter((row) => (matched[row] as number) >= wanted);
+    const edge = kthLargest(
+      Float64Array.from(hits, (row) => scores[row] as number),
+      limit,
+    );
+    const kept = hits.filter((row) => (scores[row] as number) >= edge);
+    kept.sort((a, b) => {
+      const by = (scores[b] as number) - (scores[a] as number);
+      if (by !== 0) return by;
+      const ka = keys[a] as bigint;
+      const kb = keys[b] as bigint;
+      return ka < kb ? -1 : ka > kb ? 1 : 0;
+    });
+    const result = { keys: kept.map((row) => keys[row] as bigint), values: kept.map((row) => scores[row] as number) };
+    for (const row of touched) {
+      scores[row] = 0;
+      matched[row] = 0;
+    }
+    return result;
+  }
+
+  private post(id: number, row: number, tf: number): void {
+    let posting = this.postings[id];
+    if (posting === undefined) {
+      posting = { rows: new Int32Array(4), tfs: new Int32Array(4), size: 0, live: 0 };
+      this.postings[id] = posting;
+    }
+    if (posting.size === posting.rows.length) {
+      const rows = new Int32Array(2 * posting.size);
+      const tfs = new Int32Array(2 * posting.size);
+      rows.set(posting.rows);
+      tfs.set(posting.tfs);
+      posting.rows = rows;
+      posting.tfs = tfs;
+    }
+    posting.rows[posting.size] = row;
+    posting.tfs[posting.size] = tf;
+    posting.size++;
+    posting.live++;
+  }
+
+  private grow(rows: number): void {
+    const grown = <T extends Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
+      const array = make(rows);
+      array.set(old);
+      return array;
+    };
+    this.lengths = grown(this.lengths, (n) => new Int32Array(n));
+    this.versions = grown(this.versions, (n) => new Float64Array(n));
+    this.scores = new Float64Array(rows);
+    this.matched = new Int32Array(rows);
+  }
+
+  /** Numbers the live rows again from 0, and makes every term's postings anew from them. */
+  private pack(): void {
+    const old = {
+      keys: this.keys,
+      lengths: this.lengths,
+      versions: this.versions,
+      terms: this.termsOf,
+      tfs: this.tfsOf,
+    };
+    const rows = Math.max(FIRST_ROWS, 2 * this.numbers.size);
+    this.keys = [];
+    this.termsOf = [];
+    this.tfsOf = [];
+    this.lengths = new Int32Array(rows);
+    this.versions = new Float64Array(rows);
+    this.scores = new Float64Array(rows);
+    this.matched = new Int32Array(rows);
+    this.postings = [];
+    old.keys.forEach((key, from) => {
+      if (key === undefined) return;
+      const row = this.keys.length;
+      const terms = old.terms[from] as Int32Array;
+      const tfs = old.tfs[from] as Int32Array;
+      this.keys.push(key);
+      this.numbers.set(key, row);
+      this.lengths[row] = old.lengths[from] as number;
+      this.versions[row] = old.versions[from] as number;
+      this.termsOf.push(terms);
+      this.tfsOf.push(tfs);
+      terms.forEach((id, i) => {
+        this.post(id, row, tfs[i] as number);
+      });
+    });
   }
 }
 
-/** The smallest of some sets (the rows an AND query can match are among it); none when there are no sets. */
-function smallest(lists: readonly Set<bigint>[]): Set<bigint> {
-  let best: Set<bigint> | undefined;
-  for (const keys of lists) if (best === undefined || keys.size < best.size) best = keys;
-  return best ?? new Set();
+/**
+ * The `k`-th largest of `values` (which it reorders), by quickselect; every value when there are `k` or fewer
+ * (−∞ then, so that all are kept).
+ */
+function kthLargest(values: Float64Array, k: number): number {
+  if (values.length <= k) return Number.NEGATIVE_INFINITY;
+  let lo = 0;
+  let hi = values.length - 1;
+  const target = k - 1;
+  while (lo < hi) {
+    const pivot = values[(lo + hi) >>> 1] as number;
+    let i = lo;
+    let j = hi;
+    while (i <= j) {
+      while ((values[i] as number) > pivot) i++;
+      while ((values[j] as number) < pivot) j--;
+      if (i <= j) {
+        const t = values[i] as number;
+        values[i] = values[j] as number;
+        values[j] = t;
+        i++;
+        j--;
+      }
+    }
+    if (target <= j) hi = j;
+    else if (target >= i) lo = i;
+    else break;
+  }
+  return values[target] as number;
 }

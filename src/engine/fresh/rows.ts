@@ -209,7 +209,7 @@ export class FreshRows implements BudgetedTier {
     this.check(read);
     const postings = this.texts.get(column);
     if (postings === undefined) return { keys: [], values: [] };
-    return postings.search(query, operator, stats, limit, this.after(read));
+    return postings.search(query, operator, stats, limit, read.since);
   }
 
   /** The rows written after the read's fold nearest `query` in `column`; the best `limit` and their ties. */
@@ -381,7 +381,7 @@ export class FreshRows implements BudgetedTier {
         batch: place?.batch,
         at: place?.at ?? 0,
       });
-      for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc);
+      for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc, commit.version);
       for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
     });
   }

@@ -25,11 +25,21 @@ export function bm25(query: readonly string[], row: readonly string[], stats: Co
   return bm25Scorer(query, stats, (term) => term)(row);
 }
 
+/** A term's idf among `docs` documents, `holding` of which hold it. */
+export const idfOf = (holding: number, docs: number): number => Math.log(1 + (docs - holding + 0.5) / (holding + 0.5));
+
+/** The length part of BM25's denominator for a row of `length` tokens. */
+export const lengthNorm = (length: number, stats: CollectionStatistics): number =>
+  K1 * (1 - B + (B * length * stats.docs) / stats.tokens);
+
+/** What one query term adds to a row's score: its idf, its frequency in the row, and the row's `lengthNorm`. */
+export const termScore = (idf: number, tf: number, norm: number): number => idf * ((tf * (K1 + 1)) / (tf + norm));
+
 /**
  * `bm25` for many rows of one query: each term's idf is computed once, and a row's term frequencies are counted
  * for the query's terms alone (a row is a few dozen tokens; a map of them all cost more than the scoring). Terms
- * may stand for tokens (`termOf` names each), as the fresh rows' term ids do. The same arithmetic in the same
- * order as `bm25`, so the scores are the same to the bit.
+ * may stand for tokens (`termOf` names each). The same arithmetic in the same order as `bm25` and as the fresh
+ * rows' term-at-a-time scoring (`fresh/postings.ts`), so the scores are the same to the bit.
  */
 export function bm25Scorer<T>(
   query: readonly T[],
@@ -37,17 +47,13 @@ export function bm25Scorer<T>(
   termOf: (term: T) => string,
 ): (row: ArrayLike<T>) => number {
   const idf = new Map<T, number>();
-  for (const term of query) {
-    if (idf.has(term)) continue;
-    const n = stats.docsWith(termOf(term));
-    idf.set(term, Math.log(1 + (stats.docs - n + 0.5) / (n + 0.5)));
-  }
+  for (const term of query) if (!idf.has(term)) idf.set(term, idfOf(stats.docsWith(termOf(term)), stats.docs));
   // Past a few distinct terms, counting the row's tokens once beats counting each term's (a long query would
   // otherwise cost its length times the row's, for every candidate).
   const counted = idf.size > COUNT_EACH_TERM;
   return (row) => {
     if (row.length === 0 || stats.docs === 0) return 0;
-    const norm = K1 * (1 - B + (B * row.length * stats.docs) / stats.tokens);
+    const norm = lengthNorm(row.length, stats);
     let frequency: Map<T, number> | undefined;
     if (counted) {
       frequency = new Map();
@@ -62,7 +68,7 @@ export function bm25Scorer<T>(
       if (frequency !== undefined) tf = frequency.get(term) ?? 0;
       else for (let i = 0; i < row.length; i++) if (row[i] === term) tf++;
       if (tf === 0) continue;
-      score += (idf.get(term) as number) * ((tf * (K1 + 1)) / (tf + norm));
+      score += termScore(idf.get(term) as number, tf, norm);
     }
     return score;
   };
