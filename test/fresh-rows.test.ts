@@ -363,7 +363,7 @@ describe("the fresh rows' postings", () => {
               tokens: docs.reduce((n, d) => n + d.tokens.length, 0),
               docsWith: (term: string) => docs.filter((d) => d.tokens.includes(term)).length,
             };
-            const score = bm25Scorer(o.query, stats, (t) => t);
+            const score = bm25Scorer<string>(o.query, stats, (t) => t);
             const want = [...model]
               .filter(([, d]) => d.version > o.since)
               .filter(([, d]) =>
