@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, test } from 'vitest';
-import { FreshGone, FreshRows } from '../src/engine/fresh/rows.js';
+import { FreshGone, FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
 import { VectorScanThread } from '../src/engine/fresh/vector-scans.js';
-import { FreshVectors } from '../src/engine/fresh/vectors.js';
+import { FreshVectors, type MatrixMaker } from '../src/engine/fresh/vectors.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
 
 // The node's vector scan thread (the build's worker module): matrices held and scanned there answer as the same
@@ -33,7 +33,7 @@ describe('the vector scan thread', () => {
         fc.array(op, { minLength: 10, maxLength: 40 }),
         async (metric, ops) => {
           const dim = 8;
-          const there = new FreshVectors(dim, metric, (d) => thread.matrix(d));
+          const there = new FreshVectors(dim, metric, (d, lost) => thread.matrix(d, lost));
           const here = new FreshVectors(dim, metric);
           const held = new Set<bigint>();
           const same = async (x: number, k: number) => {
@@ -72,32 +72,89 @@ describe('the vector scan thread', () => {
     );
   });
 
-  test("once the thread is gone, a search of the fresh vectors lets go of them and reads Lance's way", async () => {
+  test("once the thread is gone, the tables it held vectors for let go of their fresh rows and read Lance's way", async () => {
     const lost = new VectorScanThread();
-    const fresh = new FreshRows(
-      { fts: [], vector: [{ column: 'emb', metric: 'l2sq', dim: 2 }] },
-      true,
-      async (texts) => texts.map(() => []),
-      undefined,
-      (dim) => lost.matrix(dim),
-    );
-    fresh.folded(0);
-    fresh.committed(1, [], [1n, 2n], {
-      texts: new Map(),
-      vectors: new Map([['emb', [Float32Array.from([1, 0]), Float32Array.from([0, 1])]]]),
-      rows: [],
-    });
-    const read = fresh.begin('vector');
-    if (read === undefined) throw new Error('not usable');
-    expect((await fresh.searchVector(read, 'emb', Float32Array.from([1, 0]), 1)).keys).toEqual([1n]);
-    fresh.end(read);
+    const fresh = freshRows((dim, gone) => lost.matrix(dim, gone));
+    fresh.committed(1, [], [1n, 2n], vectors([1, 0], [0, 1]));
+    expect((await nearest(fresh, [1, 0], 1))?.keys).toEqual([1n]);
 
     await lost.close();
-    const after = fresh.begin('vector');
-    if (after === undefined) throw new Error('not usable');
-    await expect(fresh.searchVector(after, 'emb', Float32Array.from([1, 0]), 1)).rejects.toBeInstanceOf(FreshGone);
-    fresh.end(after);
+    await new Promise((resolve) => setTimeout(resolve, 10));
     expect(fresh.overflowed).toBe(true);
     expect(fresh.usable('vector')).toBe(false);
   });
+
+  test("a search whose scan is on the thread when the fresh rows are let go of reads Lance's way, not nothing", async () => {
+    const fresh = freshRows(hooked);
+    fresh.committed(1, [], [1n, 2n, 3n], vectors([0, 0], [1, 1], [2, 2]));
+    whileScanning = () => fresh.overflow();
+    await expect(nearest(fresh, [0, 0], 10)).rejects.toBeInstanceOf(FreshGone);
+  });
+
+  test('a row replaced while a scan is on the thread is found by that search (as it was, or as it is)', async () => {
+    const fresh = freshRows(hooked);
+    fresh.committed(1, [], [1n, 2n, 3n], vectors([0, 0], [1, 1], [2, 2]));
+    whileScanning = () => fresh.committed(2, [1n], [1n], vectors([0.5, 0]));
+    expect((await nearest(fresh, [0, 0], 10))?.keys).toContain(1n);
+    expect((await nearest(fresh, [0, 0], 10))?.keys).toEqual([1n, 2n, 3n]);
+  });
+
+  test('a write committed after its table closed makes no matrix on the thread', async () => {
+    let made = 0;
+    const fresh = freshRows((dim, gone) => {
+      made++;
+      return thread.matrix(dim, gone);
+    });
+    fresh.dispose();
+    fresh.committed(1, [], [1n], vectors([1, 1]));
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(made).toBe(0);
+  });
 });
+
+/** A matrix on the shared thread whose scans run `whileScanning` once, just after each is sent. */
+let whileScanning: (() => void) | undefined;
+const hooked: MatrixMaker = (dim, lost) => {
+  const matrix = thread.matrix(dim, lost);
+  return {
+    write: (slot, rows) => matrix.write(slot, rows),
+    pack: (keep) => matrix.pack(keep),
+    close: () => matrix.close(),
+    scan: (slots, query, count, kind) => {
+      const scanning = matrix.scan(slots, query, count, kind);
+      const during = whileScanning;
+      whileScanning = undefined;
+      during?.();
+      return scanning;
+    },
+  };
+};
+
+/** Fresh rows of one 2-d vector column (l2sq) whose matrices `matrices` makes, usable from version 0. */
+function freshRows(matrices: MatrixMaker): FreshRows {
+  const fresh = new FreshRows(
+    { fts: [], vector: [{ column: 'emb', metric: 'l2sq', dim: 2 }] },
+    true,
+    async (texts) => texts.map(() => []),
+    undefined,
+    matrices,
+  );
+  fresh.folded(0);
+  return fresh;
+}
+
+const vectors = (...rows: number[][]): FreshWrite => ({
+  texts: new Map(),
+  vectors: new Map([['emb', rows.map((v) => Float32Array.from(v))]]),
+  rows: [],
+});
+
+async function nearest(fresh: FreshRows, query: number[], limit: number) {
+  const read = fresh.begin('vector');
+  if (read === undefined) throw new Error('not usable');
+  try {
+    return await fresh.searchVector(read, 'emb', Float32Array.from(query), limit);
+  } finally {
+    fresh.end(read);
+  }
+}

@@ -94,6 +94,7 @@ export class FreshRows implements BudgetedTier {
   private sweptBelow = Number.NEGATIVE_INFINITY;
   /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
   private dropped = false;
+  private disposed = false;
   /** Estimated bytes held, queued commits included. */
   bytes = 0;
   /** Whether this node writes the table alone and it has a search index. */
@@ -135,7 +136,8 @@ export class FreshRows implements BudgetedTier {
 
   /** This node committed `version`: it removed the rows of `removed` and wrote those of `added`, with `write`. */
   committed(version: number, removed: readonly bigint[], added: readonly bigint[], write: FreshWrite): void {
-    if (!this.tracking) return;
+    // A write that commits after its table closed counts in nothing: its rows would hold a matrix nobody frees.
+    if (!this.tracking || this.disposed) return;
     this.lastVersion = Math.max(this.lastVersion, version);
     // The write that may have landed unseen came before this one (a table's writes commit one at a time here).
     if (this.floor === Number.POSITIVE_INFINITY) this.floor = version;
@@ -223,14 +225,19 @@ export class FreshRows implements BudgetedTier {
     this.check(read);
     const vectors = this.vectors.get(column);
     if (vectors === undefined) return { keys: [], values: [] };
+    let found: { keys: bigint[]; values: number[] } | undefined;
     try {
-      return await vectors.search(query, limit, this.after(read));
+      found = await vectors.search(query, limit, this.after(read));
     } catch (err) {
       if (!(err instanceof MatrixLost)) throw err;
       // The scan thread died with every table's vectors: these rows are let go of, as the budget would.
       if (read.epoch === this.epoch) this.overflow();
       throw new FreshGone();
     }
+    // The scan ran on its thread: the rows may have been let go of meanwhile.
+    this.check(read);
+    if (found === undefined) throw new FreshGone();
+    return found;
   }
 
   /**
@@ -257,10 +264,16 @@ export class FreshRows implements BudgetedTier {
 
   /** The table closed: its rows leave the budget. */
   dispose(): void {
+    this.disposed = true;
     // A drain waiting on tokens must not count its commit into the rows let go of.
     this.epoch++;
     this.clear();
     this.budget?.leave(this);
+  }
+
+  /** A vector matrix was lost with the scan thread: every row goes, as when the budget lets them go. */
+  private matrixLost(): void {
+    if (this.tracking && !this.disposed) this.overflow();
   }
 
   private check(read: FreshRead): void {
@@ -283,7 +296,9 @@ export class FreshRows implements BudgetedTier {
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
     for (const vectors of this.vectors.values()) vectors.close();
     this.vectors = new Map(
-      this.indexes.vector.map((v) => [v.column, new FreshVectors(v.dim, v.metric, this.matrices)] as const),
+      this.indexes.vector.map(
+        (v) => [v.column, new FreshVectors(v.dim, v.metric, this.matrices, () => this.matrixLost())] as const,
+      ),
     );
     this.queue = [];
     this.charge(-this.bytes);

@@ -36,14 +36,22 @@ export class VectorScanThread {
   private nextId = 0;
   private nextMatrix = 0;
   private open = 0;
+  /** The thread each open matrix lives on, and whom to tell if it dies. */
+  private readonly owners = new Map<number, { worker: Worker; lost: () => void }>();
   private idle: NodeJS.Timeout | undefined;
   private closed = false;
 
-  /** A matrix of rows of `dim` floats on the thread (none once the node closes: its scans fail). */
-  matrix(dim: number): FreshMatrix {
+  /**
+   * A matrix of rows of `dim` floats on the thread (none once the node closes: its scans fail); `lost` is called
+   * once if the thread dies with it.
+   */
+  matrix(dim: number, lost: () => void): FreshMatrix {
     this.open++;
     clearTimeout(this.idle);
-    return new ThreadMatrix(this, this.closed ? undefined : this.thread(), this.nextMatrix++, dim);
+    const worker = this.closed ? undefined : this.thread();
+    const id = this.nextMatrix++;
+    if (worker !== undefined) this.owners.set(id, { worker, lost });
+    return new ThreadMatrix(this, worker, id, dim);
   }
 
   /** Sends `job` to `worker`, unless that thread was lost since: its matrices are gone. */
@@ -66,6 +74,7 @@ export class VectorScanThread {
 
   /** A matrix was let go of: the thread ends a while after the last one. */
   released(worker: Worker | undefined, matrix: number): void {
+    this.owners.delete(matrix);
     this.send(worker, { op: 'close', matrix });
     if (--this.open > 0) return;
     clearTimeout(this.idle);
@@ -105,7 +114,7 @@ export class VectorScanThread {
     else waiting.resolve(reply.scan);
   }
 
-  /** A thread that died fails the scans it held; its matrices' owners let go of their rows on their next scan. */
+  /** A thread that died fails the scans it held, and tells its matrices' owners, which let go of their rows. */
   private lost(worker: Worker, reason: string): void {
     if (this.worker === worker) this.worker = undefined;
     for (const [id, waiting] of this.pending) {
@@ -113,11 +122,16 @@ export class VectorScanThread {
       this.pending.delete(id);
       waiting.reject(new MatrixLost(reason));
     }
+    for (const [id, owner] of this.owners) {
+      if (owner.worker !== worker) continue;
+      this.owners.delete(id);
+      queueMicrotask(owner.lost);
+    }
   }
 }
 
 /** Room for waiting rows kept between sends. */
-const KEPT_WAITING_BYTES = 1 << 20;
+const KEPT_WAITING_BYTES = 64 * 1024;
 
 /**
  * A matrix on the scan thread. Rows written one by one are sent together: at the next scan, pack or close, or

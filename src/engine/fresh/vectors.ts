@@ -13,8 +13,11 @@ const SEARCHED: Readonly<Record<Metric, { kind: MetricKind; canonical: (d: numbe
 /** Empty slots a matrix keeps before it is packed, at least. */
 const PACK_FROM = 1024;
 
-/** Makes the matrix a column's rows are kept in: on the node's scan thread, or here (`VectorMatrix`). */
-export type MatrixMaker = (dim: number) => FreshMatrix;
+/**
+ * Makes the matrix a column's rows are kept in: on the node's scan thread, or here (`VectorMatrix`). `lost` is
+ * called if the matrix's rows are lost with its thread.
+ */
+export type MatrixMaker = (dim: number, lost: () => void) => FreshMatrix;
 
 /**
  * One vector column of the fresh rows: which row is in which slot of its matrix (`FreshMatrix`), which usearch
@@ -32,6 +35,7 @@ export class FreshVectors {
     private readonly dim: number,
     private readonly metric: Metric,
     private readonly makeMatrix: MatrixMaker = (dim) => new VectorMatrix(dim),
+    private readonly lost: () => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -46,7 +50,7 @@ export class FreshVectors {
     if (vector === null || vector.length !== this.dim) return;
     if (this.metric === 'cosine' && !vector.some((x) => x !== 0)) return;
     const slot = this.keys.length;
-    this.matrix ??= this.makeMatrix(this.dim);
+    this.matrix ??= this.makeMatrix(this.dim, this.lost);
     this.matrix.write(slot, vector);
     this.keys.push(key);
     this.slotOf.set(key, slot);
@@ -68,13 +72,13 @@ export class FreshVectors {
 
   /**
    * The held rows nearest `query` among those `eligible` admits: the best `limit`, and every row tied with the
-   * last of them, nearest first (ties by key).
+   * last of them, nearest first (ties by key). Undefined when the matrix was let go of during the search.
    */
   async search(
     query: Float32Array,
     limit: number,
     eligible: (key: bigint) => boolean,
-  ): Promise<{ keys: bigint[]; values: number[] }> {
+  ): Promise<{ keys: bigint[]; values: number[] } | undefined> {
     const { matrix } = this;
     const held = this.slotOf.size;
     if (matrix === undefined || held === 0 || limit <= 0) return { keys: [], values: [] };
@@ -83,11 +87,13 @@ export class FreshVectors {
     // predicts, with a margin, then twice as many until `limit` rows and their ties are in hand, or every slot was
     // ranked (asking for every empty slot at once made a scan with 5% of its rows deleted ~5× slower). usearch
     // answers nearest first, so the walk stops past the edge. The slots and their keys are taken as they are when
-    // each scan is sent: a pack makes new ones.
+    // each scan is sent: copied, as a row replaced meanwhile leaves its slot empty in the array and moves to one
+    // past the scan's, and would be found in neither.
     let slots = this.keys.length;
     for (let count = Math.min(slots, Math.ceil((1.25 * (limit + 1) * slots) / held) + 16); ; ) {
-      const keys = this.keys;
+      const keys = this.keys.slice(0, slots);
       const matches = await matrix.scan(slots, query, count, kind);
+      if (this.matrix !== matrix) return undefined;
       const found: { key: bigint; value: number }[] = [];
       let edge: number | undefined;
       let past = false;
@@ -102,7 +108,7 @@ export class FreshVectors {
         found.push({ key, value: canonical(distance) });
         if (found.length === limit) edge = distance;
       }
-      if (past || count >= slots || this.matrix !== matrix) {
+      if (past || count >= slots) {
         found.sort((x, y) => x.value - y.value || (x.key < y.key ? -1 : x.key > y.key ? 1 : 0));
         return { keys: found.map((f) => f.key), values: found.map((f) => f.value) };
       }
