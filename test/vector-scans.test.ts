@@ -33,7 +33,7 @@ describe('the vector scan thread', () => {
         fc.array(op, { minLength: 10, maxLength: 40 }),
         async (metric, ops) => {
           const dim = 8;
-          const there = new FreshVectors(dim, metric, (d, lost) => thread.matrix(d, lost));
+          const there = new FreshVectors(dim, metric, (d, kind, lost) => thread.matrix(d, kind, lost));
           const here = new FreshVectors(dim, metric);
           const held = new Set<bigint>();
           const same = async (x: number, k: number) => {
@@ -74,7 +74,7 @@ describe('the vector scan thread', () => {
 
   test("once the thread is gone, the tables it held vectors for let go of their fresh rows and read Lance's way", async () => {
     const lost = new VectorScanThread();
-    const fresh = freshRows((dim, gone) => lost.matrix(dim, gone));
+    const fresh = freshRows((dim, kind, gone) => lost.matrix(dim, kind, gone));
     fresh.committed(1, [], [1n, 2n], vectors([1, 0], [0, 1]));
     expect((await nearest(fresh, [1, 0], 1))?.keys).toEqual([1n]);
 
@@ -101,9 +101,9 @@ describe('the vector scan thread', () => {
 
   test('a write committed after its table closed makes no matrix on the thread', async () => {
     let made = 0;
-    const fresh = freshRows((dim, gone) => {
+    const fresh = freshRows((dim, kind, gone) => {
       made++;
-      return thread.matrix(dim, gone);
+      return thread.matrix(dim, kind, gone);
     });
     fresh.dispose();
     fresh.committed(1, [], [1n], vectors([1, 1]));
@@ -114,8 +114,8 @@ describe('the vector scan thread', () => {
 
 /** A matrix on the shared thread whose scans run `whileScanning` once, just after each is sent. */
 let whileScanning: (() => void) | undefined;
-const hooked: MatrixMaker = (dim, lost) => {
-  const matrix = thread.matrix(dim, lost);
+const hooked: MatrixMaker = (dim, kind, lost) => {
+  const matrix = thread.matrix(dim, kind, lost);
   return {
     write: (slot, rows) => matrix.write(slot, rows),
     pack: (keep) => matrix.pack(keep),

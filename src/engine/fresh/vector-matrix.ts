@@ -29,19 +29,35 @@ export const QUANTIZED_FROM_FLOATS = 1 << 22;
 const candidatesFor = (count: number): number => Math.max(4 * count, count + 100);
 
 /**
+ * On a shared scale, the 8-bit codes are not used past this ratio of the largest magnitude written to the mean
+ * one: a few rows far larger than the rest would leave the others' codes near 0 (one row 1000× the rest made
+ * recall@10 0.05). The scan is then f32 alone.
+ */
+const SKEW_LIMIT = 64;
+
+/**
  * One vector column's rows as one f32 matrix that usearch scans exactly with SIMD. Large, it also keeps each
- * value as a signed byte on one scale for the whole matrix (127 at the largest magnitude written), and ranks those
- * first: like the ANN index beside it, a scan then may miss a row whose 8-bit rank was past its candidates.
+ * value as a signed byte and ranks those first: like the ANN index beside it, a scan then may miss a row whose
+ * 8-bit rank was past its candidates. Under cosine each row has its own scale (the angle ignores length); under
+ * l2sq and the inner product all rows share one, with room to grow: a value past it makes every code again at
+ * twice the new largest magnitude, so that rows growing slowly in magnitude cost a few passes, not one each.
  */
 export class VectorMatrix implements FreshMatrix {
   private data = new Float32Array(0);
   private codes: Int8Array | undefined;
-  /** The largest magnitude written: the 8-bit scale is 127 over it. */
+  /** The shared scale's magnitude (l2sq, inner product): 127 stands for it. */
+  private scale = 0;
+  /** The largest magnitude written, and the sum of all magnitudes and how many (for `SKEW_LIMIT`). */
   private largest = 0;
+  private magnitudes = 0;
+  private values = 0;
   /** Slots written. */
   private rows = 0;
 
-  constructor(private readonly dim: number) {}
+  constructor(
+    private readonly dim: number,
+    private readonly kind: MetricKind,
+  ) {}
 
   write(slot: number, vectors: Float32Array): void {
     const { dim } = this;
@@ -49,14 +65,13 @@ export class VectorMatrix implements FreshMatrix {
     if (end * dim > this.data.length) this.resize(Math.max(FIRST_SLOTS, 2 * end));
     this.data.set(vectors, slot * dim);
     this.rows = Math.max(this.rows, end);
-    let largest = this.largest;
-    for (const x of vectors) largest = Math.max(largest, Math.abs(x));
-    const rescaled = largest > this.largest;
-    this.largest = largest;
+    this.measure(vectors);
     if (this.rows * dim < QUANTIZED_FROM_FLOATS) return;
-    // A larger magnitude changes the scale of every code: all are made again (rare past the first rows).
-    if (this.codes === undefined || rescaled) this.encode(0, this.rows);
-    else this.encode(slot, end);
+    const shared = this.kind !== MetricKind.Cos;
+    if (this.codes === undefined || (shared && this.largest > this.scale)) {
+      if (shared) this.scale = this.codes === undefined ? this.largest : 2 * this.largest;
+      this.encode(0, this.rows);
+    } else this.encode(slot, end);
   }
 
   pack(keep: readonly number[]): void {
@@ -68,6 +83,12 @@ export class VectorMatrix implements FreshMatrix {
     this.data = data;
     this.rows = keep.length;
     this.codes = undefined;
+    // The rows that went may have held the largest values: the scale is taken from those kept.
+    this.largest = 0;
+    this.magnitudes = 0;
+    this.values = 0;
+    this.measure(data.subarray(0, this.rows * dim));
+    this.scale = this.largest;
     if (this.rows * dim >= QUANTIZED_FROM_FLOATS) this.encode(0, this.rows);
   }
 
@@ -76,7 +97,9 @@ export class VectorMatrix implements FreshMatrix {
     const wanted = Math.min(count, slots);
     if (wanted <= 0) return { slots: [], distances: [] };
     const candidates = candidatesFor(wanted);
-    if (codes === undefined || slots * dim < QUANTIZED_FROM_FLOATS || candidates >= slots) {
+    const skewed =
+      this.kind !== MetricKind.Cos && this.largest > SKEW_LIMIT * (this.magnitudes / Math.max(1, this.values));
+    if (codes === undefined || skewed || slots * dim < QUANTIZED_FROM_FLOATS || candidates >= slots) {
       return found(exactSearch(this.data.subarray(0, slots * dim), query, dim, wanted, kind, 1), undefined);
     }
     const coarse = exactSearch(codes.subarray(0, slots * dim), this.code(query, kind), dim, candidates, kind, 1);
@@ -104,15 +127,32 @@ export class VectorMatrix implements FreshMatrix {
     this.codes = codes;
   }
 
+  private measure(values: Float32Array): void {
+    for (const x of values) {
+      const magnitude = Math.abs(x);
+      if (magnitude > this.largest) this.largest = magnitude;
+      this.magnitudes += magnitude;
+    }
+    this.values += values.length;
+  }
+
   private encode(from: number, to: number): void {
-    if (this.codes === undefined || this.codes.length < this.data.length) {
-      const codes = new Int8Array(this.data.length);
-      if (this.codes !== undefined && from > 0) codes.set(this.codes.subarray(0, from * this.dim));
+    const { data, dim } = this;
+    if (this.codes === undefined || this.codes.length < data.length) {
+      const codes = new Int8Array(data.length);
+      if (this.codes !== undefined && from > 0) codes.set(this.codes.subarray(0, from * dim));
       this.codes = codes;
     }
-    const scale = this.largest > 0 ? 127 / this.largest : 0;
-    const { data, codes } = this;
-    for (let i = from * this.dim; i < to * this.dim; i++) codes[i] = Math.round((data[i] as number) * scale);
+    const { codes } = this;
+    for (let row = from; row < to; row++) {
+      let largest = this.scale;
+      if (this.kind === MetricKind.Cos) {
+        largest = 0;
+        for (let i = row * dim; i < (row + 1) * dim; i++) largest = Math.max(largest, Math.abs(data[i] as number));
+      }
+      const scale = largest > 0 ? 127 / largest : 0;
+      for (let i = row * dim; i < (row + 1) * dim; i++) codes[i] = Math.round((data[i] as number) * scale);
+    }
   }
 
   /**
@@ -120,7 +160,7 @@ export class VectorMatrix implements FreshMatrix {
    * scale of the query changes (and whose query may be larger than any row). Values past ±127 are clamped.
    */
   private code(query: Float32Array, kind: MetricKind): Int8Array {
-    let largest = this.largest;
+    let largest = this.scale;
     if (kind !== MetricKind.L2sq) largest = query.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
     const scale = largest > 0 ? 127 / largest : 0;
     return Int8Array.from(query, (x) => Math.max(-127, Math.min(127, Math.round(x * scale))));

@@ -12,7 +12,7 @@ port.on('message', (job: ScanJob) => {
   if (job.op === 'write') {
     let matrix = matrices.get(job.matrix);
     if (matrix === undefined) {
-      matrix = new VectorMatrix(job.dim);
+      matrix = new VectorMatrix(job.dim, job.kind);
       matrices.set(job.matrix, matrix);
     }
     matrix.write(job.slot, job.vectors);

@@ -5,7 +5,7 @@ import type { FreshMatrix, MatrixScan } from './vector-matrix.js';
 
 /** What the scan thread is told: rows written or packed into a matrix, a matrix let go of, or a scan. */
 export type ScanJob =
-  | { op: 'write'; matrix: number; dim: number; slot: number; vectors: Float32Array }
+  | { op: 'write'; matrix: number; dim: number; kind: MetricKind; slot: number; vectors: Float32Array }
   | { op: 'pack'; matrix: number; keep: readonly number[] }
   | { op: 'close'; matrix: number }
   | { op: 'scan'; id: number; matrix: number; slots: number; query: Float32Array; count: number; kind: MetricKind };
@@ -45,13 +45,13 @@ export class VectorScanThread {
    * A matrix of rows of `dim` floats on the thread (none once the node closes: its scans fail); `lost` is called
    * once if the thread dies with it.
    */
-  matrix(dim: number, lost: () => void): FreshMatrix {
+  matrix(dim: number, kind: MetricKind, lost: () => void): FreshMatrix {
     this.open++;
     clearTimeout(this.idle);
     const worker = this.closed ? undefined : this.thread();
     const id = this.nextMatrix++;
     if (worker !== undefined) this.owners.set(id, { worker, lost });
-    return new ThreadMatrix(this, worker, id, dim);
+    return new ThreadMatrix(this, worker, id, dim, kind);
   }
 
   /** Sends `job` to `worker`, unless that thread was lost since: its matrices are gone. */
@@ -149,6 +149,7 @@ class ThreadMatrix implements FreshMatrix {
     private readonly worker: Worker | undefined,
     private readonly id: number,
     private readonly dim: number,
+    private readonly kind: MetricKind,
   ) {}
 
   write(slot: number, vectors: Float32Array): void {
@@ -193,8 +194,10 @@ class ThreadMatrix implements FreshMatrix {
     this.waitingRows = 0;
     // A large commit's room is not kept for the small ones that follow.
     if (this.waiting.byteLength > KEPT_WAITING_BYTES) this.waiting = new Float32Array(0);
-    this.thread.send(this.worker, { op: 'write', matrix: this.id, dim: this.dim, slot: this.waitingFrom, vectors }, [
-      vectors.buffer,
-    ]);
+    this.thread.send(
+      this.worker,
+      { op: 'write', matrix: this.id, dim: this.dim, kind: this.kind, slot: this.waitingFrom, vectors },
+      [vectors.buffer],
+    );
   }
 }

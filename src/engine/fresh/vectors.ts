@@ -17,7 +17,7 @@ const PACK_FROM = 1024;
  * Makes the matrix a column's rows are kept in: on the node's scan thread, or here (`VectorMatrix`). `lost` is
  * called if the matrix's rows are lost with its thread.
  */
-export type MatrixMaker = (dim: number, lost: () => void) => FreshMatrix;
+export type MatrixMaker = (dim: number, kind: MetricKind, lost: () => void) => FreshMatrix;
 
 /**
  * One vector column of the fresh rows: which row is in which slot of its matrix (`FreshMatrix`), which usearch
@@ -34,7 +34,7 @@ export class FreshVectors {
   constructor(
     private readonly dim: number,
     private readonly metric: Metric,
-    private readonly makeMatrix: MatrixMaker = (dim) => new VectorMatrix(dim),
+    private readonly makeMatrix: MatrixMaker = (dim, kind) => new VectorMatrix(dim, kind),
     private readonly lost: () => void = () => undefined,
   ) {}
 
@@ -50,7 +50,7 @@ export class FreshVectors {
     if (vector === null || vector.length !== this.dim) return;
     if (this.metric === 'cosine' && !vector.some((x) => x !== 0)) return;
     const slot = this.keys.length;
-    this.matrix ??= this.makeMatrix(this.dim, this.lost);
+    this.matrix ??= this.makeMatrix(this.dim, SEARCHED[this.metric].kind, this.lost);
     this.matrix.write(slot, vector);
     this.keys.push(key);
     this.slotOf.set(key, slot);

@@ -97,7 +97,7 @@ export class DatabaseWorker {
     const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, {
       soleWriter: !deps.upkeep.othersWrite,
       budget: deps.freshBudget,
-      matrices: (dim, lost) => node.vectorScans.matrix(dim, lost),
+      matrices: (dim, kind, lost) => node.vectorScans.matrix(dim, kind, lost),
     });
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
     upkeep.start();
