@@ -38,6 +38,7 @@ export class FreshPostings {
   /** Per row number, scratch of a search: its score so far, and how many distinct query terms it holds. */
   private scores = new Float64Array(FIRST_ROWS);
   private matched = new Int32Array(FIRST_ROWS);
+  private seen = new Uint8Array(FIRST_ROWS);
 
   /** Holds `tokens` for `key`, written at `version` (the key must not be held). */
   add(key: bigint, tokens: readonly string[], version: number): void {
@@ -100,7 +101,7 @@ export class FreshPostings {
     const distinct = new Set(known.filter((id) => id >= 0));
     const idf = new Map<number, number>();
     for (const id of distinct) idf.set(id, idfOf(stats.docsWith(this.terms[id] as string), stats.docs));
-    const { scores, matched, lengths, versions, keys } = this;
+    const { scores, matched, seen, lengths, versions, keys } = this;
     const touched: number[] = [];
     const counted = new Set<number>();
     for (const id of known) {
@@ -113,7 +114,10 @@ export class FreshPostings {
       for (let i = 0; i < size; i++) {
         const row = rows[i] as number;
         if (keys[row] === undefined || (versions[row] as number) <= since) continue;
-        if (scores[row] === 0) touched.push(row);
+        if (seen[row] === 0) {
+          seen[row] = 1;
+          touched.push(row);
+        }
         scores[row] =
           (scores[row] as number) + termScore(weight, tfs[i] as number, lengthNorm(lengths[row] as number, stats));
         if (first) matched[row] = (matched[row] as number) + 1;
@@ -137,6 +141,7 @@ export class FreshPostings {
     for (const row of touched) {
       scores[row] = 0;
       matched[row] = 0;
+      seen[row] = 0;
     }
     return result;
   }
@@ -171,6 +176,7 @@ export class FreshPostings {
     this.versions = grown(this.versions, (n) => new Float64Array(n));
     this.scores = new Float64Array(rows);
     this.matched = new Int32Array(rows);
+    this.seen = new Uint8Array(rows);
   }
 
   /** Numbers the live rows again from 0, and makes every term's postings anew from them. */
@@ -190,6 +196,7 @@ export class FreshPostings {
     this.versions = new Float64Array(rows);
     this.scores = new Float64Array(rows);
     this.matched = new Int32Array(rows);
+    this.seen = new Uint8Array(rows);
     this.postings = [];
     old.keys.forEach((key, from) => {
       if (key === undefined) return;
