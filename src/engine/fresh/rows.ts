@@ -124,11 +124,6 @@ export class FreshRows implements BudgetedTier {
     return this.tracks(kind) && this.foldedAt.has(kind);
   }
 
-  /** The last version this node told it it committed. */
-  get lastCommitted(): number {
-    return this.lastVersion;
-  }
-
   /** Whether the budget let go of the rows, and searches read Lance's way until a fold covers them. */
   get overflowed(): boolean {
     return this.dropped;

@@ -163,27 +163,18 @@ async function readBeside(
   if (searchFresh === undefined || freshRead === undefined) return read.index(false);
   try {
     // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
-    const told = table.fresh.lastCommitted;
     const reading = read.index(true);
     reading.catch(() => undefined);
-    const fresh = async (): Promise<{ keys: bigint[]; values: number[] } | undefined> => {
-      try {
-        return await searchFresh(freshRead);
-      } catch (err) {
-        // The budget took the fresh rows away meanwhile, or they could not be read (a text only Lance tokenizes,
-        // which failed; until the next fold): this search reads Lance's own way.
-        if (!(err instanceof FreshGone)) table.fresh.unsettled();
-        return undefined;
-      }
-    };
-    let found = await fresh();
-    if (found === undefined) return read.index(false);
-    const indexed = await reading;
-    // A commit this node made while the index was read may be in that read (a replaced row hidden there) but not
-    // in the fresh rows searched before it was told of: they are searched again.
-    if (table.fresh.lastCommitted !== told) found = await fresh();
-    if (found === undefined) return read.index(false);
-    return await besideFresh(legs, indexed, found);
+    let found: { keys: bigint[]; values: number[] };
+    try {
+      found = await searchFresh(freshRead);
+    } catch (err) {
+      // The budget took the fresh rows away meanwhile, or they could not be read (a text only Lance tokenizes,
+      // which failed; until the next fold): this search reads Lance's own way.
+      if (!(err instanceof FreshGone)) table.fresh.unsettled();
+      return read.index(false);
+    }
+    return besideFresh(legs, await reading, found);
   } finally {
     table.fresh.end(freshRead);
   }
