@@ -22,9 +22,10 @@ const TIME_LIMIT_MS = 3000;
 /**
  * Memory the server may gain beyond the budget: three workers placed (Lance connections, table handles, DuckDB
  * instances), and what a load holds beside the copy (Lance's read-ahead, the Arrow segments). Measured here
- * 181–218 MiB beyond the budget over four runs; at this scale those dwarf the one copy the budget keeps out.
+ * 181–218 MiB beyond the budget over four runs, and 264 once in CI; at this scale those dwarf the one copy the
+ * budget keeps out, which the copies' own peak (`highest`) checks.
  */
-const MARGIN_MB = 256;
+const MARGIN_MB = 320;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'strata-sql-memory-'));
 let server: Served;
