@@ -35,7 +35,7 @@ function exact(data: Float32Array, dim: number, query: Float32Array, k: number, 
     const small = new VectorMatrix(dim, kind);
     small.write(0, part);
     const rows = part.length / dim;
-    const scan = small.scan(rows, query, Math.min(k, rows), kind);
+    const scan = small.scan(rows, query, Math.min(k, rows));
     scan.slots.forEach((slot, i) => {
       best.push({ slot: from + slot, distance: scan.distances[i] as number });
     });
@@ -58,7 +58,7 @@ describe('VectorMatrix', () => {
     for (let q = 0; q < 20; q++) {
       const query = clustered(1, dim, 1000 + q);
       const want = exact(data.subarray(0, rows * dim), dim, query, 10, kind);
-      const got = matrix.scan(rows, query, 10, kind);
+      const got = matrix.scan(rows, query, 10);
       expect(got.slots).toHaveLength(10);
       hits += got.slots.filter((slot) => want.includes(slot)).length;
     }
@@ -107,7 +107,7 @@ describe('VectorMatrix', () => {
     data.set(loud, (rows - 1) * dim);
     for (const slot of [0, 17, rows - 2, rows - 1]) {
       const query = data.slice(slot * dim, (slot + 1) * dim);
-      expect(matrix.scan(rows, query, 1, MetricKind.L2sq).slots).toEqual([slot]);
+      expect(matrix.scan(rows, query, 1).slots).toEqual([slot]);
     }
   });
 
@@ -124,7 +124,7 @@ describe('VectorMatrix', () => {
         for (const at of [0, Math.floor(keep.length / 2), keep.length - 1]) {
           const slot = keep[at] as number;
           const query = data.slice(slot * dim, (slot + 1) * dim);
-          expect(matrix.scan(keep.length, query, 1, MetricKind.L2sq).slots).toEqual([at]);
+          expect(matrix.scan(keep.length, query, 1).slots).toEqual([at]);
         }
       }),
       { numRuns: 6 },

@@ -120,8 +120,8 @@ const hooked: MatrixMaker = (dim, kind, lost) => {
     write: (slot, rows) => matrix.write(slot, rows),
     pack: (keep) => matrix.pack(keep),
     close: () => matrix.close(),
-    scan: (slots, query, count, kind) => {
-      const scanning = matrix.scan(slots, query, count, kind);
+    scan: (slots, query, count) => {
+      const scanning = matrix.scan(slots, query, count);
       const during = whileScanning;
       whileScanning = undefined;
       during?.();

@@ -54,10 +54,10 @@ export class FreshGone extends Error {
 /** Estimated bytes of a held row, beyond its texts and vectors (map entries, postings, keys). */
 const ROW_BYTES = 128;
 /**
- * Estimated bytes per character of a held text: its term ids and the postings they sit in (70 MB of heap for 105k
- * rows of bench:search's ~150-character texts).
+ * Estimated bytes per character of a held text: its terms with their frequencies and the postings they sit in
+ * (67 MB of heap and buffers for 105k rows of bench:search's ~60-character texts, 11.2 bytes a character).
  */
-const TEXT_BYTES_PER_CHAR = 8;
+const TEXT_BYTES_PER_CHAR = 12;
 
 /**
  * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them

@@ -12,8 +12,8 @@ export interface FreshMatrix {
   write(slot: number, vectors: Float32Array): void;
   /** Keeps the rows of `keep`, in that order, as the first slots; the rest go. */
   pack(keep: readonly number[]): void;
-  /** The `count` slots of the first `slots` nearest `query` by `kind`. */
-  scan(slots: number, query: Float32Array, count: number, kind: MetricKind): MatrixScan | Promise<MatrixScan>;
+  /** The `count` slots of the first `slots` nearest `query` by the matrix's metric. */
+  scan(slots: number, query: Float32Array, count: number): MatrixScan | Promise<MatrixScan>;
   /** Lets go of the rows. */
   close(): void;
 }
@@ -92,8 +92,8 @@ export class VectorMatrix implements FreshMatrix {
     if (this.rows * dim >= QUANTIZED_FROM_FLOATS) this.encode(0, this.rows);
   }
 
-  scan(slots: number, query: Float32Array, count: number, kind: MetricKind): MatrixScan {
-    const { dim, codes } = this;
+  scan(slots: number, query: Float32Array, count: number): MatrixScan {
+    const { dim, codes, kind } = this;
     const wanted = Math.min(count, slots);
     if (wanted <= 0) return { slots: [], distances: [] };
     const candidates = candidatesFor(wanted);
@@ -102,7 +102,7 @@ export class VectorMatrix implements FreshMatrix {
     if (codes === undefined || skewed || slots * dim < QUANTIZED_FROM_FLOATS || candidates >= slots) {
       return found(exactSearch(this.data.subarray(0, slots * dim), query, dim, wanted, kind, 1), undefined);
     }
-    const coarse = exactSearch(codes.subarray(0, slots * dim), this.code(query, kind), dim, candidates, kind, 1);
+    const coarse = exactSearch(codes.subarray(0, slots * dim), this.code(query), dim, candidates, kind, 1);
     const picked = Array.from(coarse.keys, Number);
     const exact = new Float32Array(picked.length * dim);
     picked.forEach((slot, i) => {
@@ -159,9 +159,9 @@ export class VectorMatrix implements FreshMatrix {
    * The query on the rows' scale for l2sq; on its own for the angle and inner product, whose ranking no positive
    * scale of the query changes (and whose query may be larger than any row). Values past ±127 are clamped.
    */
-  private code(query: Float32Array, kind: MetricKind): Int8Array {
+  private code(query: Float32Array): Int8Array {
     let largest = this.scale;
-    if (kind !== MetricKind.L2sq) largest = query.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
+    if (this.kind !== MetricKind.L2sq) largest = query.reduce((m, x) => Math.max(m, Math.abs(x)), 0);
     const scale = largest > 0 ? 127 / largest : 0;
     return Int8Array.from(query, (x) => Math.max(-127, Math.min(127, Math.round(x * scale))));
   }

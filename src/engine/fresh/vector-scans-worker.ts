@@ -24,7 +24,7 @@ port.on('message', (job: ScanJob) => {
       const matrix = matrices.get(job.matrix);
       reply = {
         id: job.id,
-        scan: matrix?.scan(job.slots, job.query, job.count, job.kind) ?? { slots: [], distances: [] },
+        scan: matrix?.scan(job.slots, job.query, job.count) ?? { slots: [], distances: [] },
       };
     } catch (err) {
       reply = { id: job.id, fault: err instanceof Error ? err.message : String(err) };

@@ -8,7 +8,7 @@ export type ScanJob =
   | { op: 'write'; matrix: number; dim: number; kind: MetricKind; slot: number; vectors: Float32Array }
   | { op: 'pack'; matrix: number; keep: readonly number[] }
   | { op: 'close'; matrix: number }
-  | { op: 'scan'; id: number; matrix: number; slots: number; query: Float32Array; count: number; kind: MetricKind };
+  | { op: 'scan'; id: number; matrix: number; slots: number; query: Float32Array; count: number };
 
 /** What it answers a scan. */
 export type ScanReply = { id: number; scan: MatrixScan } | { id: number; fault: string };
@@ -175,9 +175,9 @@ class ThreadMatrix implements FreshMatrix {
     this.thread.send(this.worker, { op: 'pack', matrix: this.id, keep });
   }
 
-  scan(slots: number, query: Float32Array, count: number, kind: MetricKind): Promise<MatrixScan> {
+  scan(slots: number, query: Float32Array, count: number): Promise<MatrixScan> {
     this.flush();
-    return this.thread.scan(this.worker, { op: 'scan', matrix: this.id, slots, query, count, kind });
+    return this.thread.scan(this.worker, { op: 'scan', matrix: this.id, slots, query, count });
   }
 
   close(): void {

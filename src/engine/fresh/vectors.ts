@@ -82,7 +82,7 @@ export class FreshVectors {
     const { matrix } = this;
     const held = this.slotOf.size;
     if (matrix === undefined || held === 0 || limit <= 0) return { keys: [], values: [] };
-    const { kind, canonical } = SEARCHED[this.metric];
+    const { canonical } = SEARCHED[this.metric];
     // Empty and ineligible slots take places among the nearest: ask for as many more as the empty slots' share
     // predicts, with a margin, then twice as many until `limit` rows and their ties are in hand, or every slot was
     // ranked (asking for every empty slot at once made a scan with 5% of its rows deleted ~5× slower). usearch
@@ -92,7 +92,7 @@ export class FreshVectors {
     let slots = this.keys.length;
     for (let count = Math.min(slots, Math.ceil((1.25 * (limit + 1) * slots) / held) + 16); ; ) {
       const keys = this.keys.slice(0, slots);
-      const matches = await matrix.scan(slots, query, count, kind);
+      const matches = await matrix.scan(slots, query, count);
       if (this.matrix !== matrix) return undefined;
       const found: { key: bigint; value: number }[] = [];
       let edge: number | undefined;
