@@ -263,7 +263,6 @@ function reference(live: ReadonlyMap<number, string | null>, query: string, and:
   return scores;
 }
 
-/** Runs `check` on the open table `docs` of acme's database `database`, on the server's own worker. */
 /** The table's handle on the worker, as a test looks inside it; `docs` unless said. */
 const onHandle = (
   server: TestServer,
@@ -698,6 +697,85 @@ describe('receipts and backpressure after deletes, replaces and repeats', () => 
       const eventual = await nearest('eventual');
       expect(eventual.fresh).toBe(0);
       expect(eventual.id).not.toBe(999);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a search racing a write of a row it finds', () => {
+  test('a row replaced after a leg searched the fresh rows and before it read its index is found', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'race');
+      const row = (id: number) => ({ id, body: `w${id % 7} w${id % 3}`, emb: [id / 300, (id % 10) / 10, 1, 0] });
+      const first = Array.from({ length: 300 }, (_, id) => row(id));
+      expect((await tables.append('notes', first)).status).toBe(200);
+      await upkeepPass(server, 'race'); // trains the ANN index and folds: row 7 is in both indexes
+      // A tail, so that the legs read their indexes beside the fresh rows (not as exact answers alone).
+      expect((await tables.append('notes', [row(300)])).status).toBe(200);
+      const search = (body: Record<string, unknown>) =>
+        client.request<{ data: { id: number }[] }>(
+          'POST',
+          '/v1/hybrid_search/race',
+          { table_name: 'notes', k: 1000, projection: ['id'], ...body },
+          { accept: 'application/json' },
+        );
+      const text = () => search({ text_field: 'body', text_query: 'w0' });
+      const nearest = () => search({ vector_field: 'emb', vector_query: row(7).emb, k: 3 });
+      // Once each first: BM25's statistics are gathered, and the vector scan thread started.
+      expect((await text()).json.data.map((r) => r.id)).toContain(7);
+      expect((await nearest()).json.data.map((r) => r.id)).toContain(7);
+      const legs = [
+        { leg: 'textLeg', fresh: 'searchText', kind: 'text', run: text },
+        { leg: 'vectorLeg', fresh: 'searchVector', kind: 'vector', run: nearest },
+      ] as const;
+      for (const { leg, fresh, kind, run } of legs) {
+        await onHandle(
+          server,
+          'race',
+          async (handle) => {
+            expect(handle.fresh.usable(kind)).toBe(true);
+            // The order forced: the fresh rows are searched, then row 7 is replaced (its new version outside the
+            // index), then the index is read (the old version deleted there).
+            const tier = handle.fresh as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+            const rows = handle.rows as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+            const searchFresh = tier[fresh]?.bind(handle.fresh);
+            const readIndex = rows[leg]?.bind(handle.rows);
+            let searched: () => void = () => undefined;
+            const freshDone = new Promise<void>((resolve, reject) => {
+              searched = resolve;
+              setTimeout(() => reject(new Error(`the ${kind} leg did not search the fresh rows`)), 10_000).unref();
+            });
+            let raced = false;
+            tier[fresh] = async (...args) => {
+              try {
+                return await searchFresh?.(...args);
+              } finally {
+                searched();
+              }
+            };
+            rows[leg] = async (...args) => {
+              if (!raced) {
+                raced = true;
+                await freshDone;
+                expect((await tables.update('notes', 'id = 7', [row(7)])).status).toBe(200);
+              }
+              return readIndex?.(...args);
+            };
+            try {
+              const reply = await run();
+              expect(raced).toBe(true);
+              expect(reply.json.data.map((r) => r.id)).toContain(7);
+            } finally {
+              delete tier[fresh];
+              delete rows[leg];
+            }
+          },
+          'notes',
+        );
+      }
     } finally {
       await server.close();
     }

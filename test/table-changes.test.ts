@@ -72,7 +72,7 @@ describe("upkeep's versions amid this worker's own writes", () => {
   test('a write that committed amid upkeep keeps its kind; the versions no write claims are upkeep’s', async () => {
     const changes = new TableChanges();
     let version = 1;
-    const write = changes.beginWrite();
+    const write = changes.beginWrite('append');
     await changes.maintain(
       async () => version,
       async () => {
@@ -90,7 +90,7 @@ describe("upkeep's versions amid this worker's own writes", () => {
   test('a write that ended without knowing its version leaves the versions waiting for it unaccounted for', async () => {
     const changes = new TableChanges();
     let version = 1;
-    const write = changes.beginWrite();
+    const write = changes.beginWrite('rewrite');
     await changes.maintain(
       async () => version,
       async () => {
@@ -115,7 +115,7 @@ describe("upkeep's versions amid this worker's own writes", () => {
 describe('versions explained by a sole writer', () => {
   test('upkeep’s versions not recorded yet count as no change once the writes under way said theirs', async () => {
     const changes = new TableChanges();
-    const write = changes.beginWrite();
+    const write = changes.beginWrite('append');
     // Versions 2 (upkeep's, its step not ended yet) and 3 (the write's append, not said yet).
     const explained = changes.explained(1, 3, async () => countedVersions(3, [3]));
     let answered = false;
@@ -131,5 +131,27 @@ describe('versions explained by a sole writer', () => {
     expect(await changes.explained(1, 3, async () => countedVersions(3, [2, 3]))).toBe('rewrite');
     // The plain record still says nothing of version 2.
     expect(changes.between(1, 2)).toBe('rewrite');
+  });
+});
+
+describe('rewrites a read raced', () => {
+  test('a rewrite under way at the mark or begun since is seen; appends are not', async () => {
+    const changes = new TableChanges();
+    const quiet = changes.rewrites;
+    const append = changes.beginWrite('append');
+    expect(changes.rewroteSince(quiet)).toBe(false);
+    const rewrite = changes.beginWrite('rewrite');
+    expect(changes.rewroteSince(quiet)).toBe(true);
+    const during = changes.rewrites;
+    expect(during.underWay).toBe(true);
+    rewrite({ version: 2, kind: 'rewrite' });
+    // It was under way at the mark: it may have committed after.
+    expect(changes.rewroteSince(during)).toBe(true);
+    const after = changes.rewrites;
+    expect(changes.rewroteSince(after)).toBe(false);
+    // Writes under way end the wait, or the time limit does.
+    expect(await changes.writesEnded(10)).toBe(false);
+    append({ version: 3, kind: 'append' });
+    expect(await changes.writesEnded(10)).toBe(true);
   });
 });

@@ -143,6 +143,12 @@ export interface VectorAsk {
 }
 
 /**
+ * How long a leg waits for a replace under way to tell the fresh rows what it wrote: past it (a write stuck on its
+ * bucket, which has not committed), the leg goes on without.
+ */
+const REWRITE_WAIT_MS = 2_000;
+
+/**
  * A leg's hits: from its index alone and, beside them, from the rows this node wrote since its last fold of that
  * kind of index (`FreshRows`), when they may stand in for the rest; else from the index and whatever Lance reads
  * outside it. Not with a filter, which only Lance evaluates. The fold is taken before the index is read, so that no
@@ -161,20 +167,32 @@ async function readBeside(
   const searchFresh = read.fresh;
   const freshRead = searchFresh !== undefined && filter === undefined ? table.fresh.begin(kind) : undefined;
   if (searchFresh === undefined || freshRead === undefined) return read.index(false);
-  try {
-    // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
-    const reading = read.index(true);
-    reading.catch(() => undefined);
-    let found: { keys: bigint[]; values: number[] };
+  const fresh = async (): Promise<{ keys: bigint[]; values: number[] } | undefined> => {
     try {
-      found = await searchFresh(freshRead);
+      return await searchFresh(freshRead);
     } catch (err) {
       // The budget took the fresh rows away meanwhile, or they could not be read (a text only Lance tokenizes,
       // which failed; until the next fold): this search reads Lance's own way.
       if (!(err instanceof FreshGone)) table.fresh.unsettled();
-      return read.index(false);
+      return undefined;
     }
-    return besideFresh(legs, await reading, found);
+  };
+  try {
+    const rewrites = table.changes.rewrites;
+    // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
+    const reading = read.index(true);
+    reading.catch(() => undefined);
+    let found = await fresh();
+    if (found === undefined) return await read.index(false);
+    const indexed = await reading;
+    // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
+    // fresh rows searched before it was told (the new row): once it has told them, they are searched again.
+    if (table.changes.rewroteSince(rewrites)) {
+      await table.changes.writesEnded(REWRITE_WAIT_MS);
+      found = await fresh();
+      if (found === undefined) return await read.index(false);
+    }
+    return await besideFresh(legs, indexed, found);
   } finally {
     table.fresh.end(freshRead);
   }

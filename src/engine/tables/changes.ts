@@ -17,6 +17,12 @@ function keptRows(before: VersionInfo | undefined, after: VersionInfo | undefine
   return after.rows === before.rows && after.storedRows <= before.storedRows;
 }
 
+/** Where a worker's rewrites stood when a read began: how many had begun, and whether one was under way. */
+export interface RewriteMark {
+  begun: number;
+  underWay: boolean;
+}
+
 /** How long `explained` waits for the writes under way to say their versions. */
 const EXPLAIN_WAIT_MS = 2_000;
 
@@ -34,15 +40,25 @@ export class TableChanges {
   /** Writes of this worker under way, by id, each with a promise settled when it ends. */
   private readonly writing = new Map<number, Promise<void>>();
   private nextWrite = 0;
+  /** The rewrites of those, by id, and how many began so far. */
+  private readonly rewriting = new Set<number>();
+  private rewritesBegun = 0;
   /**
    * Versions upkeep made that kept the rows by their counts, waiting for the writes that were under way when it
    * ended: a version one of them claims is the write's; the rest are upkeep's.
    */
   private unclaimed: { versions: number[]; waitingFor: Set<number> }[] = [];
 
-  /** Marks a write as started; call the returned function with the version it committed (or none). */
-  beginWrite(): (committed?: { version: number; kind: ChangeKind }) => void {
+  /**
+   * Marks a write as started, one of `kind` (a rewrite may remove rows); call the returned function with the
+   * version it committed (or none).
+   */
+  beginWrite(kind: ChangeKind): (committed?: { version: number; kind: ChangeKind }) => void {
     const id = this.nextWrite++;
+    if (kind === 'rewrite') {
+      this.rewritesBegun++;
+      this.rewriting.add(id);
+    }
     let ended = () => {};
     this.writing.set(
       id,
@@ -56,6 +72,7 @@ export class TableChanges {
       done = true;
       if (committed !== undefined) this.remember(committed.version, committed.kind);
       this.writing.delete(id);
+      this.rewriting.delete(id);
       ended();
       this.settle(id, committed !== undefined);
     };
@@ -106,6 +123,33 @@ export class TableChanges {
   }
 
   /**
+   * Where the rewrites of this worker stand, for a read that must know whether one could have committed while it
+   * ran (`rewroteSince`).
+   */
+  get rewrites(): RewriteMark {
+    return { begun: this.rewritesBegun, underWay: this.rewriting.size > 0 };
+  }
+
+  /** Whether a rewrite was under way at `mark` or began since. */
+  rewroteSince(mark: RewriteMark): boolean {
+    return mark.underWay || this.rewritesBegun !== mark.begun;
+  }
+
+  /** Resolves once every write under way now has ended (true), or after `ms` (false). */
+  async writesEnded(ms: number): Promise<boolean> {
+    if (this.writing.size === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([
+      Promise.all(this.writing.values()).then(() => true),
+      new Promise<false>((resolve) => {
+        timer = setTimeout(() => resolve(false), ms);
+      }),
+    ]);
+    clearTimeout(timer);
+    return ended;
+  }
+
+  /**
    * How the rows changed from `from` to `to`, with the versions nobody recorded yet explained, for a worker that
    * is its tables' one writer (only its writes and its upkeep commit; never where other nodes write). Once the
    * writes under way have ended (each records its version), a version none of them claimed is upkeep's, which
@@ -116,15 +160,7 @@ export class TableChanges {
     const known = this.between(from, to);
     if (known !== 'rewrite' || to < from || to - from > REMEMBERED) return known;
     // A write stuck on its bucket must not hold up the reads that ask: past a while, the gap stays unknown.
-    let timer: NodeJS.Timeout | undefined;
-    const waited = await Promise.race([
-      Promise.all(this.writing.values()).then(() => true),
-      new Promise<false>((resolve) => {
-        timer = setTimeout(() => resolve(false), EXPLAIN_WAIT_MS);
-      }),
-    ]);
-    clearTimeout(timer);
-    if (!waited) return known;
+    if (!(await this.writesEnded(EXPLAIN_WAIT_MS))) return known;
     let stats: Map<number, VersionInfo> | undefined;
     let difference: Difference = 'none';
     for (let v = from + 1; v <= to; v++) {

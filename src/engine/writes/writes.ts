@@ -67,7 +67,7 @@ async function recording<T extends { version: number }>(
   change: RowChange,
   commit: () => Promise<T>,
 ): Promise<T> {
-  const done = table.changes.beginWrite();
+  const done = table.changes.beginWrite(change.kind);
   try {
     let result: T;
     try {
