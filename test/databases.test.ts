@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, test } from 'vitest';
@@ -158,33 +158,39 @@ describe('verify', () => {
   });
 
   test('a bucket folder that is a symbolic link fails at credentials and the state is verify_failed', async () => {
-    const outside = join(tmpdir(), `strata-outside-${Date.now()}`);
-    mkdirSync(outside, { recursive: true });
-    mkdirSync(join(strata.dataDir, 'buckets'), { recursive: true });
-    symlinkSync(outside, join(strata.dataDir, 'buckets', 'linked'));
-    await api.post('/v1/databases', { name: 'linked', storage: { provider: 'local', bucket: 'linked' } });
+    const outside = mkdtempSync(join(tmpdir(), 'strata-outside-'));
+    try {
+      mkdirSync(join(strata.dataDir, 'buckets'), { recursive: true });
+      symlinkSync(outside, join(strata.dataDir, 'buckets', 'linked'));
+      await api.post('/v1/databases', { name: 'linked', storage: { provider: 'local', bucket: 'linked' } });
 
-    const res = await api.post('/v1/databases/linked/storage/verify');
+      const res = await api.post('/v1/databases/linked/storage/verify');
 
-    expect(res.status).toBe(422);
-    expect(res.json.error).toMatch(/^storage verification failed at credentials: SymbolicLink/);
-    expect(res.json.state).toBe('verify_failed');
-    expect(await stateOf(api, 'linked')).toBe('verify_failed');
-    expect(readdirSync(outside)).toEqual([]);
+      expect(res.status).toBe(422);
+      expect(res.json.error).toMatch(/^storage verification failed at credentials: SymbolicLink/);
+      expect(res.json.state).toBe('verify_failed');
+      expect(await stateOf(api, 'linked')).toBe('verify_failed');
+      expect(readdirSync(outside)).toEqual([]);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   test('a prefix component that is a symbolic link is refused too', async () => {
-    const outside = join(tmpdir(), `strata-outside-p-${Date.now()}`);
-    mkdirSync(outside, { recursive: true });
-    mkdirSync(join(strata.dataDir, 'buckets', 'deep'), { recursive: true });
-    symlinkSync(outside, join(strata.dataDir, 'buckets', 'deep', 'inner'));
-    await local('deep', { prefix: 'inner/data' });
+    const outside = mkdtempSync(join(tmpdir(), 'strata-outside-p-'));
+    try {
+      mkdirSync(join(strata.dataDir, 'buckets', 'deep'), { recursive: true });
+      symlinkSync(outside, join(strata.dataDir, 'buckets', 'deep', 'inner'));
+      await local('deep', { prefix: 'inner/data' });
 
-    const res = await api.post('/v1/databases/deep/storage/verify');
+      const res = await api.post('/v1/databases/deep/storage/verify');
 
-    expect(res.status).toBe(422);
-    expect(res.json.error).toMatch(/at credentials: SymbolicLink/);
-    expect(existsSync(join(outside, 'data'))).toBe(false);
+      expect(res.status).toBe(422);
+      expect(res.json.error).toMatch(/at credentials: SymbolicLink/);
+      expect(existsSync(join(outside, 'data'))).toBe(false);
+    } finally {
+      rmSync(outside, { recursive: true, force: true });
+    }
   });
 
   test('a failed verification that later passes recovers to active', async () => {
