@@ -1,6 +1,14 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { activeLocalDatabase, type Client, startStrata, type TestServer } from './support/server.js';
+import type { ReadOptions } from '../src/engine/rows/source.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  onTableHandle,
+  startStrata,
+  type TestServer,
+  upkeepPass,
+} from './support/server.js';
 import { readTable, tablesOf } from './support/tables.js';
 
 /**
@@ -21,8 +29,8 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-/** A new table keyed by `id` (i64), with a text column under a full-text index. */
-async function keyedTable(): Promise<string> {
+/** A new table keyed by `id` (i64), with a text column under a full-text index unless `searched` is false. */
+async function keyedTable(searched = true): Promise<string> {
   const name = `items${tableNo++}`;
   const created = await tables.create({
     table_name: name,
@@ -30,7 +38,7 @@ async function keyedTable(): Promise<string> {
       { name: 'id', type: 'i64' },
       { name: 'body', type: 'utf8' },
     ],
-    indexes: { fts: ['body'] },
+    indexes: { fts: searched ? ['body'] : [] },
     primary_key: 'id',
   });
   expect(created.status).toBe(200);
@@ -315,18 +323,77 @@ describe('a table with a primary key', () => {
     ]);
   });
 
+  test('a node writing a keyed table alone finds keys through the index and among the rows it wrote since', async () => {
+    const name = await keyedTable(false);
+    const rows = (from: number, n: number, body = 'a') =>
+      Array.from({ length: n }, (_, i) => ({ id: from + i, body: `${body}${from + i}` }));
+    expect((await tables.append(name, rows(0, 100))).status).toBe(200);
+    await upkeepPass(server, 'pk');
+    expect((await tables.append(name, rows(100, 10))).status).toBe(200);
+    const model = new Map([...rows(0, 110)].map((r) => [r.id, r.body]));
+    const reads: ReadOptions[] = [];
+    await onTableHandle(server, 'pk', name, async (handle) => {
+      expect(handle.fresh.usable('key')).toBe(true);
+      // The last append's rows and nothing else: the folded ones went, and no row itself is held, only its key.
+      expect(handle.fresh.size).toBe(10);
+      const source = handle.rows as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+      const read = source.rowsWhere?.bind(handle.rows);
+      source.rowsWhere = (where, columns, options) => {
+        reads.push((options ?? {}) as ReadOptions);
+        return read?.(where, columns, options) as Promise<unknown>;
+      };
+      try {
+        // An indexed key and a fresh one are replaced, a new one inserted.
+        const upserted = await tables.upsert(name, [
+          { id: 5, body: 'u5' },
+          { id: 105, body: 'u105' },
+          { id: 200, body: 'n200' },
+        ]);
+        expect(upserted.json).toEqual({ inserted: 1, updated: 2 });
+        for (const [id, body] of [
+          [5, 'u5'],
+          [105, 'u105'],
+          [200, 'n200'],
+        ] as const)
+          model.set(id, body);
+        for (const id of [7, 107, 200, 5]) expect((await tables.append(name, [{ id, body: 'dup' }])).status).toBe(409);
+        expect((await tables.remove(name, 'id = 105 OR id = 8')).status).toBe(200);
+        model.delete(105);
+        model.delete(8);
+        for (const id of [105, 8]) expect((await tables.append(name, [{ id, body: `again${id}` }])).status).toBe(200);
+        model.set(105, 'again105');
+        model.set(8, 'again8');
+        // A replace that moves a row to a new key frees the old one.
+        expect((await tables.update(name, 'id = 6', [{ id: 300, body: 'moved' }])).status).toBe(200);
+        model.delete(6);
+        model.set(300, 'moved');
+        expect((await tables.append(name, [{ id: 300, body: 'dup' }])).status).toBe(409);
+        expect((await tables.append(name, [{ id: 6, body: 'back' }])).status).toBe(200);
+        model.set(6, 'back');
+      } finally {
+        delete source.rowsWhere;
+      }
+    });
+    expect(reads.some((options) => options.indexedOnly === true)).toBe(true);
+    const want = [...model].map(([id, body]) => ({ id, body })).sort((a, b) => a.id - b.id);
+    expect(await stored(name)).toEqual(want);
+  });
+
   test('ends with the rows a model of the table holds, after any sequence of writes (property)', async () => {
     type Op =
       | { kind: 'upsert'; rows: Item[] }
       | { kind: 'append'; rows: Item[] }
       | { kind: 'update'; id: number; body: string }
-      | { kind: 'delete'; below: number };
+      | { kind: 'delete'; below: number }
+      | { kind: 'fold' };
     const item = fc.record({ id: fc.integer({ min: 0, max: 12 }), body: fc.constantFrom('x', 'y', 'z w') });
     const op: fc.Arbitrary<Op> = fc.oneof(
       fc.record({ kind: fc.constant('upsert' as const), rows: fc.array(item, { minLength: 1, maxLength: 5 }) }),
       fc.record({ kind: fc.constant('append' as const), rows: fc.array(item, { minLength: 1, maxLength: 3 }) }),
       fc.record({ kind: fc.constant('update' as const), id: fc.integer({ min: 0, max: 12 }), body: fc.string() }),
       fc.record({ kind: fc.constant('delete' as const), below: fc.integer({ min: 0, max: 4 }) }),
+      // Upkeep folds the rows in: keys are then found through the index, and the rows written since beside it.
+      fc.record({ kind: fc.constant('fold' as const) }),
     );
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 12 }), async (ops) => {
@@ -352,6 +419,8 @@ describe('a table with a primary key', () => {
             const res = await tables.update(name, `id = ${o.id}`, model.has(o.id) ? [{ id: o.id, body: o.body }] : []);
             expect(res.status).toBe(200);
             if (model.has(o.id)) model.set(o.id, o.body);
+          } else if (o.kind === 'fold') {
+            await upkeepPass(server, 'pk');
           } else {
             expect((await tables.remove(name, `id < ${o.below}`)).status).toBe(200);
             for (const id of [...model.keys()]) if (id < o.below) model.delete(id);

@@ -8,21 +8,26 @@ import { FreshPostings } from './postings.js';
 import { MatrixLost } from './vector-scans.js';
 import { FreshVectors, type MatrixMaker } from './vectors.js';
 
-/** The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows. */
-export type FreshKind = 'text' | 'vector';
-export const FRESH_KINDS: readonly FreshKind[] = ['text', 'vector'];
+/**
+ * The indexes the fresh rows stand in for: a kind's boundary is the version up to which its indexes cover rows.
+ * `key` is the primary key's scalar index, which a keyed write looks its keys up in.
+ */
+export type FreshKind = 'text' | 'vector' | 'key';
+export const FRESH_KINDS: readonly FreshKind[] = ['text', 'vector', 'key'];
 
 /** Each vector column's vectors of a commit's rows, in row order (null where a row has none). */
 export type ColumnVectors = ReadonlyMap<string, readonly (Float32Array | null)[]>;
 
 /**
- * What a commit wrote that the fresh rows hold: its full-text columns' texts, its vector columns' vectors, and the
- * rows themselves as stored (with their row keys), in the order of the keys written.
+ * What a commit wrote that the fresh rows hold: its full-text columns' texts, its vector columns' vectors, the
+ * rows themselves as stored (with their row keys), and their primary key values as map keys spell them (a keyed
+ * table's), in the order of the keys written.
  */
 export interface FreshWrite {
   texts: ColumnTexts;
   vectors: ColumnVectors;
   rows: readonly RecordBatch[];
+  primaryKeys?: readonly string[];
 }
 
 /** A commit of this node's, counted in by the next drain. */
@@ -58,11 +63,18 @@ const ROW_BYTES = 128;
  * (67 MB of heap and buffers for 105k rows of bench:search's ~60-character texts, 11.2 bytes a character).
  */
 const TEXT_BYTES_PER_CHAR = 12;
+/**
+ * Estimated bytes of a held row's primary key value beyond `ROW_BYTES`: its entry in the map by value and its
+ * string (194 bytes a row in all for 200k rows of 9-digit keys, against 210 estimated).
+ */
+const KEY_BYTES = 64;
+const KEY_BYTES_PER_CHAR = 2;
 
 /**
  * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them
  * (docs/performance.md, Fresh rows): Lance would otherwise read each of them again for every query, tokenizing
- * texts and scanning vectors. Only where this node is the table's one writer and folder (one node on its own
+ * texts and scanning vectors. On a keyed table their primary key values too, which keyed writes look up here
+ * beside the key's index (or only those, without a search index). Only where this node is the table's one writer and folder (one node on its own
  * store): every row no index covers is then one it wrote since the version its last fold started from, and a
  * search reads the indexes alone (`fastSearch`) and this. A row a fold covered after all is in both, and is read
  * once. Each kind of index (full-text, vector) has its own boundary: until this node's first fold (or a read of
@@ -76,8 +88,16 @@ export class FreshRows implements BudgetedTier {
   private readonly kinds: readonly FreshKind[];
   /** The batches held rows came in, with how many of their rows are held and the bytes charged for them. */
   private batches = new Map<RecordBatch, { rows: number; bytes: number }>();
-  /** Rows by key, with the version that wrote them, their estimated bytes, and where in its batch each is. */
-  private rows = new Map<bigint, { version: number; bytes: number; batch: RecordBatch | undefined; at: number }>();
+  /**
+   * Rows by key, with the version that wrote them, their estimated bytes, where in its batch each is (when rows are
+   * held: a search reads its winners there), and its primary key value.
+   */
+  private rows = new Map<
+    bigint,
+    { version: number; bytes: number; batch: RecordBatch | undefined; at: number; primaryKey: string | undefined }
+  >();
+  /** The row key of each held row by its primary key value. */
+  private keyed = new Map<string, bigint>();
   private texts = new Map<string, FreshPostings>();
   private vectors = new Map<string, FreshVectors>();
   private queue: Commit[] = [];
@@ -97,17 +117,25 @@ export class FreshRows implements BudgetedTier {
   private disposed = false;
   /** Estimated bytes held, queued commits included. */
   bytes = 0;
-  /** Whether this node writes the table alone and it has a search index. */
+  /** Whether this node writes the table alone and it has a search index or a primary key. */
   readonly tracking: boolean;
+  /** Whether the rows themselves are held (for searches), not only their keys. */
+  private readonly holdsRows: boolean;
 
   constructor(
-    private readonly indexes: { fts: readonly FtsIndex[]; vector: readonly VectorIndex[] },
+    private readonly indexes: { fts: readonly FtsIndex[]; vector: readonly VectorIndex[]; keyed?: boolean },
     soleWriter: boolean,
     private readonly tokens: (texts: readonly (string | null)[], column: string) => Promise<string[][]>,
     private readonly budget?: FreshBudget,
     private readonly matrices?: MatrixMaker,
   ) {
-    this.kinds = FRESH_KINDS.filter((kind) => (kind === 'text' ? indexes.fts : indexes.vector).length > 0);
+    const has: Record<FreshKind, boolean> = {
+      text: indexes.fts.length > 0,
+      vector: indexes.vector.length > 0,
+      key: indexes.keyed === true,
+    };
+    this.kinds = FRESH_KINDS.filter((kind) => has[kind]);
+    this.holdsRows = has.text || has.vector;
     // A budget of nothing (`STRATA_FRESH_TIER_MB=0`) turns the tier off.
     this.tracking = soleWriter && this.kinds.length > 0 && (budget === undefined || budget.limitBytes > 0);
     this.clear();
@@ -146,7 +174,7 @@ export class FreshRows implements BudgetedTier {
       return;
     }
     const bytes = added.map((_, i) => this.estimate(write, i));
-    const batchBytes = write.rows.reduce((n, batch) => n + batch.data.byteLength, 0);
+    const batchBytes = this.holdsRows ? write.rows.reduce((n, batch) => n + batch.data.byteLength, 0) : 0;
     this.queue.push({ version, removed, added, write, bytes, batchBytes });
     this.charge(bytes.reduce((n, b) => n + b, 0) + batchBytes);
     // Counted in at once rather than by the next search, so that the commit's batches are let go of.
@@ -241,6 +269,21 @@ export class FreshRows implements BudgetedTier {
   }
 
   /**
+   * The held rows holding each of `values` as their primary key (map keys as `FreshWrite.primaryKeys` spells them):
+   * every row this node wrote since the read's fold that is still live, and perhaps some a later fold covered.
+   */
+  async holdingKeys(read: FreshRead, values: readonly string[]): Promise<Map<string, bigint>> {
+    await this.drain();
+    this.check(read);
+    const found = new Map<string, bigint>();
+    for (const value of values) {
+      const key = this.keyed.get(value);
+      if (key !== undefined) found.set(value, key);
+    }
+    return found;
+  }
+
+  /**
    * The rows of `keys` this holds, each a one-row slice of the batch it came in (a search reads its winners'
    * columns from them rather than by key from the store, where a row outside the indexes is found by a scan of
    * them all; indexing whole batches for a few winners cost as much).
@@ -292,6 +335,7 @@ export class FreshRows implements BudgetedTier {
   private clear(): void {
     this.sweptBelow = Number.NEGATIVE_INFINITY;
     this.rows = new Map();
+    this.keyed = new Map();
     this.batches = new Map();
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
     for (const vectors of this.vectors.values()) vectors.close();
@@ -306,7 +350,8 @@ export class FreshRows implements BudgetedTier {
 
   /** A written row's estimated bytes here beside its batch's: its tokens and its vectors' copies. */
   private estimate(write: FreshWrite, row: number): number {
-    let bytes = ROW_BYTES;
+    const primaryKey = write.primaryKeys?.[row];
+    let bytes = ROW_BYTES + (primaryKey === undefined ? 0 : KEY_BYTES + KEY_BYTES_PER_CHAR * primaryKey.length);
     for (const texts of write.texts.values()) bytes += (texts[row]?.length ?? 0) * TEXT_BYTES_PER_CHAR;
     // Each vector's f32 copy and, in a large matrix, its 8-bit code (a quarter more).
     for (const vectors of write.vectors.values()) bytes += 1.25 * (vectors[row]?.byteLength ?? 0);
@@ -376,26 +421,31 @@ export class FreshRows implements BudgetedTier {
   }
 
   private add(commit: Commit, docs: Map<string, string[]>[]): void {
-    const places = commit.write.rows.flatMap((batch) =>
-      Array.from({ length: batch.numRows }, (_, at) => ({ batch, at })),
-    );
+    const places = this.holdsRows
+      ? commit.write.rows.flatMap((batch) => Array.from({ length: batch.numRows }, (_, at) => ({ batch, at })))
+      : [];
     // The batches' bytes, charged with the commit, stay charged while any of their rows is held here.
     let unheld = commit.batchBytes;
-    for (const batch of commit.write.rows) {
-      this.batches.set(batch, { rows: batch.numRows, bytes: batch.data.byteLength });
-      unheld -= batch.data.byteLength;
+    if (this.holdsRows) {
+      for (const batch of commit.write.rows) {
+        this.batches.set(batch, { rows: batch.numRows, bytes: batch.data.byteLength });
+        unheld -= batch.data.byteLength;
+      }
     }
     if (unheld !== 0) this.charge(-unheld);
     commit.added.forEach((key, i) => {
       // A replaced row's earlier version leaves first.
       this.remove(key);
       const place = places[i];
+      const primaryKey = commit.write.primaryKeys?.[i];
       this.rows.set(key, {
         version: commit.version,
         bytes: commit.bytes[i] ?? 0,
         batch: place?.batch,
         at: place?.at ?? 0,
+        primaryKey,
       });
+      if (primaryKey !== undefined) this.keyed.set(primaryKey, key);
       for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc, commit.version);
       for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
     });
@@ -405,6 +455,7 @@ export class FreshRows implements BudgetedTier {
     const row = this.rows.get(key);
     if (row === undefined) return;
     this.rows.delete(key);
+    if (row.primaryKey !== undefined && this.keyed.get(row.primaryKey) === key) this.keyed.delete(row.primaryKey);
     for (const postings of this.texts.values()) postings.remove(key);
     for (const vectors of this.vectors.values()) vectors.remove(key);
     this.charge(-row.bytes);

@@ -73,6 +73,7 @@ class LanceReads implements RowReads {
       .where(where)
       .select([...columns]);
     if (options.limit !== undefined) q = q.limit(options.limit);
+    if (options.indexedOnly === true) q = q.fastSearch();
     return readAll(q, options.userDriven === true ? PREDICATE_READ : READ_OPTIONS);
   }
 }

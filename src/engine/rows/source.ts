@@ -80,6 +80,8 @@ export interface ReadOptions {
   limit?: number;
   /** A read driven by a user's predicate runs under a time limit (`PREDICATE_TIMEOUT_MS` of the implementation). */
   userDriven?: boolean;
+  /** Only rows the indexes cover (deletions since applied): the caller holds the others (`FreshRows`). */
+  indexedOnly?: boolean;
 }
 
 /** Reads of the rows at one version. */

@@ -1,10 +1,12 @@
 import type { DataType, Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { BadRequest, Conflict } from '../../errors.js';
+import { FreshGone, type FreshRows } from '../fresh/rows.js';
 import { INTEGERS, type ScalarIndex, TEXTS } from '../indexes/scalar.js';
 import { integerLiteral, stringLiteral } from '../predicate/literals.js';
 import type { RowReads } from '../rows/source.js';
 import { describeField, ROW_KEY } from './schema.js';
+import type { UnindexedRows } from './unindexed.js';
 
 const { Type } = arrow;
 
@@ -153,13 +155,43 @@ function lookups(keys: BodyKeys): string[] {
   return out;
 }
 
-/** The row keys of the stored rows holding each of `keys`' values, by value; values no row holds are absent. */
-export async function rowsHoldingKeys(rows: RowReads, keys: BodyKeys): Promise<Map<KeyText, bigint>> {
+/**
+ * The row keys of the stored rows holding each of `keys`' values, by value; values no row holds are absent. Where
+ * this node holds the rows it wrote since the key's index last covered every row (`FreshRows`), the index is read
+ * alone and those beside it: Lance would otherwise scan every fragment the index does not cover for them.
+ */
+export async function rowsHoldingKeys(
+  table: { rows: RowReads; fresh: FreshRows; unindexed: UnindexedRows },
+  keys: BodyKeys,
+): Promise<Map<KeyText, bigint>> {
+  const read = table.unindexed.keyIndexBuilt ? table.fresh.begin('key') : undefined;
+  if (read === undefined) return readRowsHolding(table.rows, keys, false);
+  try {
+    const [found, held] = await Promise.all([
+      readRowsHolding(table.rows, keys, true),
+      table.fresh.holdingKeys(
+        read,
+        keys.values.map((v) => v.text),
+      ),
+    ]);
+    // A held row is the latest to hold its value: one the index has too is the same row, or one it replaced.
+    for (const [value, key] of held) found.set(value, key);
+    return found;
+  } catch (err) {
+    if (!(err instanceof FreshGone)) throw err;
+    return readRowsHolding(table.rows, keys, false);
+  } finally {
+    table.fresh.end(read);
+  }
+}
+
+/** The stored rows holding `keys`' values, by value: every row, or only those the indexes cover. */
+async function readRowsHolding(rows: RowReads, keys: BodyKeys, indexedOnly: boolean): Promise<Map<KeyText, bigint>> {
   const { field } = keys;
   const wanted = new Set(keys.values.map((v) => v.text));
   const found = new Map<KeyText, bigint>();
   for (const where of lookups(keys)) {
-    const read = await rows.rowsWhere(where, [ROW_KEY, field.name]);
+    const read = await rows.rowsWhere(where, [ROW_KEY, field.name], { indexedOnly });
     const column = read.getChild(field.name);
     const rowKeys = read.getChild(ROW_KEY);
     for (let i = 0; i < read.numRows; i++) {

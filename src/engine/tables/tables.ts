@@ -103,7 +103,9 @@ export class TableHandle {
     fresh: FreshTier = { soleWriter: false },
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
-    this.unindexed = new UnindexedRows(rows, indexes, (from, to) => this.changes.between(from, to));
+    this.unindexed = new UnindexedRows(rows, indexes, this.primaryKey?.name, (from, to) =>
+      this.changes.between(from, to),
+    );
     // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
     const explains = fresh.soleWriter;
     this.text = new TextStatistics(
@@ -114,7 +116,7 @@ export class TableHandle {
       (text, column) => rows.tokenize(text, column),
     );
     this.fresh = new FreshRows(
-      indexes,
+      { ...indexes, keyed: this.primaryKey !== undefined },
       fresh.soleWriter,
       (texts, column) => this.text.tokensOf(texts, column),
       fresh.budget,

@@ -7,11 +7,11 @@ import type { Difference } from './changes.js';
 /** How the table's rows differ between two versions (its change record). */
 type RowDifference = (from: number, to: number) => Difference;
 
-/** The kind of fresh rows each type of store index stands for; a scalar index has none. */
+/** The kind of fresh rows each type of store index stands for; a scalar index has one on the primary key alone. */
 const FRESH_KIND: Readonly<Record<IndexSpec['type'], FreshKind | undefined>> = {
   text: 'text',
   ann: 'vector',
-  scalar: undefined,
+  scalar: 'key',
 };
 
 /** What searches of one table version read outside its indexes. */
@@ -27,7 +27,7 @@ export interface Unindexed {
   /** The most rows any built index is behind: what upkeep has to fold, what `strata_unindexed_rows` reports. */
   behind: number;
   /**
-   * The kinds of search index (full-text, vector) all of whose declared indexes exist and say, by their
+   * The kinds of index (full-text, vector, the primary key's) all of whose declared indexes exist and say, by their
    * statistics, that they cover every row.
    */
   covered: readonly FreshKind[];
@@ -53,10 +53,14 @@ export class UnindexedRows {
   private rebuiltAt: number | undefined;
   /** Told of a version at which the indexes of some kinds cover every row (a read found none outside them). */
   onCovered: ((version: number, kinds: readonly FreshKind[]) => void) | undefined;
+  /** Whether a read found the primary key's index built (a scalar index is never dropped). */
+  keyIndexBuilt = false;
 
   constructor(
     private readonly source: RowSource,
     private readonly indexes: TableIndexes,
+    /** The primary key column, whose scalar index stands for the fresh rows' keys. */
+    private readonly primaryKey: string | undefined,
     private readonly difference: RowDifference,
   ) {}
 
@@ -143,7 +147,8 @@ export class UnindexedRows {
     const uncovered = new Set<FreshKind>();
     for (const declared of declaredIndexes(this.indexes)) {
       const index = storedIndexOf(declared, present);
-      const kind = FRESH_KIND[declared.stored.type];
+      const type = declared.stored.type;
+      const kind = type === 'scalar' && declared.column !== this.primaryKey ? undefined : FRESH_KIND[type];
       if (index === undefined) {
         if (kind !== undefined) uncovered.add(kind);
         all ??= this.source.count();
@@ -155,6 +160,7 @@ export class UnindexedRows {
       if (kind !== undefined && (stats === undefined || unindexed > 0)) uncovered.add(kind);
       rows.set(declared.key, unindexed);
       indexed.add(declared.key);
+      if (kind === 'key') this.keyIndexBuilt = true;
       behind = Math.max(behind, unindexed);
     }
     // Only full-text statistics count deleted rows; reading them lists every version the table keeps, which a
