@@ -704,80 +704,105 @@ describe('receipts and backpressure after deletes, replaces and repeats', () => 
 });
 
 describe('a search racing a write of a row it finds', () => {
-  test('a row replaced after a leg searched the fresh rows and before it read its index is found', async () => {
-    const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
-    try {
-      const client = await server.as('acme');
-      const tables = await notesTable(client, 'race');
-      const row = (id: number) => ({ id, body: `w${id % 7} w${id % 3}`, emb: [id / 300, (id % 10) / 10, 1, 0] });
-      const first = Array.from({ length: 300 }, (_, id) => row(id));
-      expect((await tables.append('notes', first)).status).toBe(200);
-      await upkeepPass(server, 'race'); // trains the ANN index and folds: row 7 is in both indexes
-      // A tail, so that the legs read their indexes beside the fresh rows (not as exact answers alone).
-      expect((await tables.append('notes', [row(300)])).status).toBe(200);
-      const search = (body: Record<string, unknown>) =>
-        client.request<{ data: { id: number }[] }>(
-          'POST',
-          '/v1/hybrid_search/race',
-          { table_name: 'notes', k: 1000, projection: ['id'], ...body },
-          { accept: 'application/json' },
-        );
-      const text = () => search({ text_field: 'body', text_query: 'w0' });
-      const nearest = () => search({ vector_field: 'emb', vector_query: row(7).emb, k: 3 });
-      // Once each first: BM25's statistics are gathered, and the vector scan thread started.
-      expect((await text()).json.data.map((r) => r.id)).toContain(7);
-      expect((await nearest()).json.data.map((r) => r.id)).toContain(7);
-      const legs = [
-        { leg: 'textLeg', fresh: 'searchText', kind: 'text', run: text },
-        { leg: 'vectorLeg', fresh: 'searchVector', kind: 'vector', run: nearest },
-      ] as const;
-      for (const { leg, fresh, kind, run } of legs) {
-        await onHandle(
-          server,
-          'race',
-          async (handle) => {
-            expect(handle.fresh.usable(kind)).toBe(true);
-            // The order forced: the fresh rows are searched, then row 7 is replaced (its new version outside the
-            // index), then the index is read (the old version deleted there).
-            const tier = handle.fresh as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-            const rows = handle.rows as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-            const searchFresh = tier[fresh]?.bind(handle.fresh);
-            const readIndex = rows[leg]?.bind(handle.rows);
-            let searched: () => void = () => undefined;
-            const freshDone = new Promise<void>((resolve, reject) => {
-              searched = resolve;
-              setTimeout(() => reject(new Error(`the ${kind} leg did not search the fresh rows`)), 10_000).unref();
-            });
-            let raced = false;
-            tier[fresh] = async (...args) => {
+  type Methods = Record<string, (...args: unknown[]) => Promise<unknown>>;
+  /**
+   * How the replace's commit is answered: at once; never (it landed, and the bucket's answer was lost); or 2.5 s
+   * after it landed (a slow bucket), longer than a leg waits for it.
+   */
+  const answers = ['answered', 'lost', 'slow'] as const;
+  test.each(answers)(
+    'a row replaced after a leg searched the fresh rows and before it read its index is found (its commit %s)',
+    async (answer) => {
+      const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });
+      try {
+        const client = await server.as('acme');
+        const tables = await notesTable(client, 'race');
+        const row = (id: number) => ({ id, body: `w${id % 7} w${id % 3}`, emb: [id / 300, (id % 10) / 10, 1, 0] });
+        const first = Array.from({ length: 300 }, (_, id) => row(id));
+        expect((await tables.append('notes', first)).status).toBe(200);
+        await upkeepPass(server, 'race'); // trains the ANN index and folds: row 7 is in both indexes
+        // A tail, so that the legs read their indexes beside the fresh rows (not as exact answers alone).
+        expect((await tables.append('notes', [row(300)])).status).toBe(200);
+        const search = (body: Record<string, unknown>) =>
+          client.request<{ data: { id: number }[] }>(
+            'POST',
+            '/v1/hybrid_search/race',
+            { table_name: 'notes', k: 1000, projection: ['id'], ...body },
+            { accept: 'application/json' },
+          );
+        const text = () => search({ text_field: 'body', text_query: 'w0' });
+        const nearest = () => search({ vector_field: 'emb', vector_query: row(7).emb, k: 3 });
+        // Once each first: BM25's statistics are gathered, and the vector scan thread started.
+        expect((await text()).json.data.map((r) => r.id)).toContain(7);
+        expect((await nearest()).json.data.map((r) => r.id)).toContain(7);
+        const legs = [
+          { leg: 'textLeg', fresh: 'searchText', kind: 'text', run: text },
+          { leg: 'vectorLeg', fresh: 'searchVector', kind: 'vector', run: nearest },
+        ] as const;
+        for (const { leg, fresh, kind, run } of legs) {
+          // Each leg starts from a fold after a commit (a lost commit lets the fresh rows go until one), and a tail.
+          expect((await tables.append('notes', [row(301)])).status).toBe(200);
+          await upkeepPass(server, 'race');
+          expect((await tables.append('notes', [row(302)])).status).toBe(200);
+          await onHandle(
+            server,
+            'race',
+            async (handle) => {
+              expect(handle.fresh.usable(kind)).toBe(true);
+              // The order forced: the fresh rows are searched, then row 7 is replaced (its new version outside
+              // the index), then the index is read (the old version deleted there).
+              const tier = handle.fresh as unknown as Methods;
+              const rows = handle.rows as unknown as Methods;
+              const searchFresh = tier[fresh]?.bind(handle.fresh);
+              const readIndex = rows[leg]?.bind(handle.rows);
+              const replace = rows.replaceByKey?.bind(handle.rows);
+              let searched: () => void = () => undefined;
+              const freshDone = new Promise<void>((resolve, reject) => {
+                searched = resolve;
+                setTimeout(() => reject(new Error(`the ${kind} leg did not search the fresh rows`)), 10_000).unref();
+              });
+              let landed: () => void = () => undefined;
+              const hasLanded = new Promise<void>((resolve) => (landed = resolve));
+              let updating: Promise<{ status: number }> | undefined;
+              tier[fresh] = async (...args) => {
+                try {
+                  return await searchFresh?.(...args);
+                } finally {
+                  searched();
+                }
+              };
+              rows.replaceByKey = async (...args) => {
+                const result = await replace?.(...args);
+                landed();
+                if (answer === 'lost') throw new Error('no answer from the bucket; the commit may have landed');
+                if (answer === 'slow') await new Promise((resolve) => setTimeout(resolve, 2500));
+                return result;
+              };
+              rows[leg] = async (...args) => {
+                if (updating === undefined) {
+                  await freshDone;
+                  updating = tables.update('notes', 'id = 7', [row(7)]);
+                  await hasLanded;
+                  if (answer !== 'slow') await updating;
+                }
+                return readIndex?.(...args);
+              };
               try {
-                return await searchFresh?.(...args);
+                const reply = await run();
+                expect((await updating)?.status).toBe(answer === 'lost' ? 500 : 200);
+                expect(reply.json.data.map((r) => r.id)).toContain(7);
               } finally {
-                searched();
+                delete tier[fresh];
+                delete rows[leg];
+                delete rows.replaceByKey;
               }
-            };
-            rows[leg] = async (...args) => {
-              if (!raced) {
-                raced = true;
-                await freshDone;
-                expect((await tables.update('notes', 'id = 7', [row(7)])).status).toBe(200);
-              }
-              return readIndex?.(...args);
-            };
-            try {
-              const reply = await run();
-              expect(raced).toBe(true);
-              expect(reply.json.data.map((r) => r.id)).toContain(7);
-            } finally {
-              delete tier[fresh];
-              delete rows[leg];
-            }
-          },
-          'notes',
-        );
+            },
+            'notes',
+          );
+        }
+      } finally {
+        await server.close();
       }
-    } finally {
-      await server.close();
-    }
-  });
+    },
+  );
 });

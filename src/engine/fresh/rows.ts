@@ -182,12 +182,16 @@ export class FreshRows implements BudgetedTier {
   }
 
   /**
-   * A write of this node's may have committed without it being told (its commit failed or got no answer): until
-   * the next fold, a row outside the indexes may be missing here, so searches read Lance's own way.
+   * A write of this node's may have committed without it being told (its commit failed or got no answer, or it
+   * removed other rows than it said): a row outside the indexes may be missing here, and a row it removed may still
+   * be held. Every held row goes (reads under way find them gone) and, until the next fold, searches and key
+   * lookups read Lance's own way; the rows of later commits are held again meanwhile.
    */
   unsettled(): void {
+    this.epoch++;
     this.foldedAt.clear();
-    this.sweptBelow = Number.NEGATIVE_INFINITY;
+    this.readers.clear();
+    this.clear();
     // A fold counts only from the next commit's version on: one that began before the lost write may not cover it.
     this.floor = Number.POSITIVE_INFINITY;
   }
@@ -299,7 +303,8 @@ export class FreshRows implements BudgetedTier {
   overflow(): void {
     this.epoch++;
     this.dropped = true;
-    this.floor = this.lastVersion;
+    // A write lost before (`unsettled`) still waits for the next commit's version: no fold before that counts.
+    if (this.floor !== Number.POSITIVE_INFINITY) this.floor = this.lastVersion;
     this.foldedAt.clear();
     this.readers.clear();
     this.clear();

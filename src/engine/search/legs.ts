@@ -143,8 +143,8 @@ export interface VectorAsk {
 }
 
 /**
- * How long a leg waits for a replace under way to tell the fresh rows what it wrote: past it (a write stuck on its
- * bucket, which has not committed), the leg goes on without.
+ * How long a leg waits for a replace under way to tell the fresh rows what it wrote; past it (a write stuck on its
+ * bucket), the leg reads Lance's own way.
  */
 const REWRITE_WAIT_MS = 2_000;
 
@@ -188,7 +188,8 @@ async function readBeside(
     // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
     // fresh rows searched before it was told (the new row): once it has told them, they are searched again.
     if (table.changes.rewroteSince(rewrites)) {
-      await table.changes.writesEnded(REWRITE_WAIT_MS);
+      // One still under way may have landed unanswered (a slow bucket) and be in the index read: Lance's own way.
+      if (!(await table.changes.writesEnded(REWRITE_WAIT_MS))) return await read.index(false);
       found = await fresh();
       if (found === undefined) return await read.index(false);
     }
