@@ -362,6 +362,9 @@ export async function upsert(
   );
 }
 
+/** Deletes of at most this many rows are bounded by the row keys read (an IN list of ~200 KB). */
+const DELETE_BY_KEYS = 10_000;
+
 /** Deletes the rows P matches; the counts say how many went and how many a concurrent write took first. */
 export async function remove(
   catalog: CatalogStore,
@@ -391,7 +394,15 @@ export async function remove(
       }
       if (matched === 0) return { matched, n_tombstoned: 0, n_not_found: 0, version: await table.rows.version() };
       const change = await rowChange(table, 'rewrite', Array.from(keys), [], []);
-      const deleted = await recording(table, change, () => table.rows.delete(checked));
+      // Lance evaluates the predicate again as it deletes. Bounded by the keys read, no row the read did not count
+      // goes; one that no longer matches (a predicate on now(), a concurrent write) stays.
+      const bounded = matched <= DELETE_BY_KEYS ? `(${checked}) AND (${ROW_KEY} IN (${keys.join(', ')}))` : checked;
+      const deleted = await recording(table, change, () => table.rows.delete(bounded));
+      if (deleted.deleted !== matched) {
+        // Not the rows the fresh rows and BM25's statistics were told of.
+        table.fresh.unsettled();
+        table.text.unsettled();
+      }
       const tombstoned = Math.min(matched, deleted.deleted);
       return { matched, n_tombstoned: tombstoned, n_not_found: matched - tombstoned, version: deleted.version };
     }),
