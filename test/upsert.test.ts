@@ -65,13 +65,24 @@ describe('create_table primary_key', () => {
     expect(plain.json).toMatchObject({ primary_key: null });
   });
 
-  test('gives a binary key a bitmap index, and keeps a scalar index declared on the key', async () => {
-    const bin = await tables.create({
-      table_name: 'bin',
-      schema: [{ name: 'k', type: 'binary' }],
-      primary_key: 'k',
+  test('gives a binary or large_utf8 key a bitmap index, and keeps a scalar index declared on the key', async () => {
+    for (const type of ['binary', 'large_utf8']) {
+      const made = await tables.create({ table_name: `k_${type}`, schema: [{ name: 'k', type }], primary_key: 'k' });
+      expect(made.json).toMatchObject({ primary_key: 'k', indexes: { scalar: [{ column: 'k', type: 'bitmap' }] } });
+      expect((await tables.upsert(`k_${type}`, [{ k: 'YQ==' }, { k: 'Yg==' }])).json).toEqual({
+        inserted: 2,
+        updated: 0,
+      });
+      expect((await tables.upsert(`k_${type}`, [{ k: 'YQ==' }])).json).toEqual({ inserted: 0, updated: 1 });
+    }
+    // Lance builds no BTREE of large_utf8: asking for one is a 400, not a failure to build it.
+    const btree = await tables.create({
+      table_name: 'big_btree',
+      schema: [{ name: 'k', type: 'large_utf8' }],
+      indexes: { scalar: [{ column: 'k', kind: 'btree' }] },
     });
-    expect(bin.json).toMatchObject({ primary_key: 'k', indexes: { scalar: [{ column: 'k', type: 'bitmap' }] } });
+    expect(btree.status).toBe(400);
+    expect(btree.json.error).toContain('column "k" is large_utf8; a btree index needs');
     const declared = await tables.create({
       table_name: 'declared',
       schema: [{ name: 'k', type: 'utf8' }],

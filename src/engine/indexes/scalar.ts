@@ -20,20 +20,21 @@ type ScalarEntry = string | { column: string; kind?: string | null };
 
 /**
  * The column types each scalar index takes, as `/v1/schema` spells them (a label list's are its lists' items):
- * what Lance builds each of (a BTREE takes no binary, a BITMAP and a LABEL_LIST no floats, dates or times).
+ * what Lance builds each of (a BTREE takes no binary nor large_utf8, a BITMAP and a LABEL_LIST no floats, dates or
+ * times).
  */
 export const INTEGERS = ['i8', 'i16', 'i32', 'i64', 'u8', 'u16', 'u32', 'u64'];
 export const TEXTS = ['utf8', 'large_utf8'];
 const TAKES: Readonly<Record<ScalarIndexType, readonly string[]>> = {
-  btree: ['bool', ...INTEGERS, 'f16', 'f32', 'f64', ...TEXTS, 'date32', 'timestamp_ms', 'timestamp_us'],
+  btree: ['bool', ...INTEGERS, 'f16', 'f32', 'f64', 'utf8', 'date32', 'timestamp_ms', 'timestamp_us'],
   bitmap: ['bool', ...INTEGERS, ...TEXTS, 'binary', 'large_binary'],
   label_list: ['bool', ...INTEGERS, ...TEXTS],
 };
 
-/** The type of index a column gets when its declaration names none. */
-function chosenFor(type: string, list: boolean): ScalarIndexType {
+/** The type of index a column gets when its declaration names none (a primary key's too). */
+export function chosenFor(type: string, list: boolean): ScalarIndexType {
   if (list) return 'label_list';
-  return type === 'bool' || type === 'binary' || type === 'large_binary' ? 'bitmap' : 'btree';
+  return ['bool', 'binary', 'large_binary', 'large_utf8'].includes(type) ? 'bitmap' : 'btree';
 }
 
 export const scalarKind: IndexKind<ScalarEntry, ScalarIndex, { kind: 'scalar'; type: ScalarIndexType }> = {

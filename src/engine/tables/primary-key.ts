@@ -2,7 +2,7 @@ import type { DataType, Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { BadRequest, Conflict } from '../../errors.js';
 import { FreshGone, type FreshRows } from '../fresh/rows.js';
-import { INTEGERS, type ScalarIndex, TEXTS } from '../indexes/scalar.js';
+import { chosenFor, INTEGERS, type ScalarIndex, TEXTS } from '../indexes/scalar.js';
 import { integerLiteral, stringLiteral } from '../predicate/literals.js';
 import type { RowReads } from '../rows/source.js';
 import { describeField, ROW_KEY } from './schema.js';
@@ -16,10 +16,12 @@ const { Type } = arrow;
  */
 const KEY_TYPES = [...INTEGERS, ...TEXTS, 'binary', 'large_binary'];
 
-/** The scalar index a primary key gets when none is declared on it: a BTREE, but for binary keys (Lance's BTREE takes none). */
+/**
+ * The scalar index a primary key gets when none is declared on it: a BTREE, but a BITMAP for binary and large_utf8
+ * keys (Lance's BTREE takes neither).
+ */
 export function keyIndexOf(field: Field): ScalarIndex {
-  const binary = field.type.typeId === Type.Binary || field.type.typeId === Type.LargeBinary;
-  return { column: field.name, type: binary ? 'bitmap' : 'btree' };
+  return { column: field.name, type: chosenFor(describeField(field).type, false) };
 }
 
 /**
