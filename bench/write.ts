@@ -6,8 +6,8 @@
  * The server runs as its own process (`strata serve`, as deployed); this process is the client, and runs the
  * in-process baseline while the server is idle. Then one-row replaces by `id = X` and `exact_match` on `id`, on a
  * table without and one keyed by `id` (`primary_key`, which gives it a scalar index), one-row upserts on the keyed
- * table, and upserts of BENCH_BATCH-row batches of keys it holds and of new keys beside appends of the same
- * batches. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3),
+ * table (each phase once upkeep has folded the one before), and upserts of BENCH_BATCH-row batches of keys it
+ * holds and of new keys beside appends of the same batches. Sizes: BENCH_ROWS (default 200000), BENCH_BATCH (10000), BENCH_UPDATES (200), BENCH_ROUNDS (3),
  * BENCH_JSON_ROWS (200000: the JSON appends send at most so many), BENCH_UPSERT_BATCHES (5).
  */
 import { mkdtempSync } from 'node:fs';
@@ -194,8 +194,12 @@ async function main(): Promise<void> {
   // the machine with whatever is measured next.
   const exactScan = await timed(exact('via_arrow_0'));
   const exactIndexed = await timed(exact('keyed'));
+  // Each phase of one-row writes starts once upkeep has folded the one before: a first fold after a load compacts
+  // the whole table, which would otherwise share the machine with what is measured next.
   const replaceScan = await timed(replace('via_arrow_0'));
+  const settleSeconds = [await untilIndexed(dataDir, 'bench')];
   const replaceIndexed = await timed(replace('keyed'));
+  settleSeconds.push(await untilIndexed(dataDir, 'bench'));
   const upsertOne = await timed((id) =>
     post(
       '/v1/upsert/bench?table=keyed',
@@ -203,6 +207,8 @@ async function main(): Promise<void> {
       json,
     ),
   );
+
+  settleSeconds.push(await untilIndexed(dataDir, 'bench'));
 
   // Batches of keys the table holds (every row replaced), of new keys (every row inserted), and the same new
   // batches appended to an unkeyed table, one request at a time: rows/s of each.
@@ -252,6 +258,7 @@ async function main(): Promise<void> {
     exact_match_ms: exactScan,
     exact_match_by_indexed_id_ms: exactIndexed,
     upsert_one_row_ms: upsertOne,
+    upkeep_settle_s_after_each_one_row_phase: settleSeconds.map((x) => Number(x.toFixed(1))),
     upsert_batches: UPSERT_BATCHES,
     upsert_existing_keys_rows_per_s: upsertExistingRate,
     upsert_new_keys_rows_per_s: upsertNewRate,
