@@ -34,9 +34,22 @@ beforeAll(async () => {
   browser = await openBrowser();
 }, 60_000);
 
+/** Runs a teardown step, saying which one is still running past 15 s (a CI run once timed out in this hook). */
+async function step(name: string, run: () => Promise<void>): Promise<void> {
+  const late = setTimeout(
+    () => process.stderr.write(`console.test.ts teardown: ${name} still running after 15 s\n`),
+    15_000,
+  );
+  try {
+    await run();
+  } finally {
+    clearTimeout(late);
+  }
+}
+
 afterAll(async () => {
-  await browser?.close();
-  await server?.close();
+  await step('the browser closing', async () => browser?.close());
+  await step('the server closing', async () => server?.close());
   if (files !== undefined) rmSync(files, { recursive: true, force: true });
 });
 
