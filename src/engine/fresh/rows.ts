@@ -74,13 +74,13 @@ const KEY_BYTES_PER_CHAR = 2;
  * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them
  * (docs/performance.md, Fresh rows): Lance would otherwise read each of them again for every query, tokenizing
  * texts and scanning vectors. On a keyed table their primary key values too, which keyed writes look up here
- * beside the key's index (or only those, without a search index). Only where this node is the table's one writer and folder (one node on its own
- * store): every row no index covers is then one it wrote since the version its last fold started from, and a
- * search reads the indexes alone (`fastSearch`) and this. A row a fold covered after all is in both, and is read
- * once. Each kind of index (full-text, vector) has its own boundary: until this node's first fold (or a read of
- * the indexes' statistics that found them covering every row), and after a write whose commit it could not
- * follow (until a fold from the next commit's version on), a kind is not usable, and searches through it read
- * Lance's own way.
+ * beside the key's index (or only those, without a search index). Only where this node is the table's one writer
+ * and folder (one node on its own store): every row no index covers is then one it wrote since the version its
+ * last fold started from, and a search reads the indexes alone (`fastSearch`) and this. A row a fold covered after
+ * all is in both, and is read once. Each kind of index (full-text, vector, the key's) has its own boundary: until
+ * this node's first fold (or a read of the indexes' statistics that found them covering every row), and after a
+ * write whose commit it could not follow (until a fold from the next commit's version on), a kind is not usable,
+ * and searches through it read Lance's own way.
  */
 export class FreshRows implements BudgetedTier {
   /** Per kind, the version its indexes cover every row up to (the last fold's); none while not usable. */
@@ -188,10 +188,7 @@ export class FreshRows implements BudgetedTier {
    * lookups read Lance's own way; the rows of later commits are held again meanwhile.
    */
   unsettled(): void {
-    this.epoch++;
-    this.foldedAt.clear();
-    this.readers.clear();
-    this.clear();
+    this.letGo();
     // A fold counts only from the next commit's version on: one that began before the lost write may not cover it.
     this.floor = Number.POSITIVE_INFINITY;
   }
@@ -301,10 +298,15 @@ export class FreshRows implements BudgetedTier {
 
   /** Lets go of every row (the budget's call): reads under way find them gone, and no fold before now counts. */
   overflow(): void {
-    this.epoch++;
+    this.letGo();
     this.dropped = true;
     // A write lost before (`unsettled`) still waits for the next commit's version: no fold before that counts.
     if (this.floor !== Number.POSITIVE_INFINITY) this.floor = this.lastVersion;
+  }
+
+  /** Lets go of every row and every kind's fold; reads under way find them gone. */
+  private letGo(): void {
+    this.epoch++;
     this.foldedAt.clear();
     this.readers.clear();
     this.clear();

@@ -1,5 +1,5 @@
 import { arrow } from '../../arrow/arrow.js';
-import { ROW_KEY } from '../tables/schema.js';
+import { ROW_KEY, withinRowKeys } from '../tables/schema.js';
 import { type LegHits, type LegReads, readTextLeg, type TextAsk } from './legs.js';
 
 // A text leg over several full-text columns (docs/api.md, `text_fields`): Σ boost × BM25 of each column.
@@ -49,8 +49,7 @@ export async function readTextFields(
     asks.map(async (ask, field) => {
       const missing = [...sums.keys()].filter((key) => !scoredIn.get(key)?.has(field));
       if (missing.length === 0) return;
-      const only = `${ROW_KEY} IN (${missing.join(', ')})`;
-      const filter = legs.filter === undefined ? only : `(${legs.filter}) AND (${only})`;
+      const filter = withinRowKeys(missing, legs.filter);
       const hits = await readTextLeg({ ...own, filter, ranked: missing.length }, ask);
       const keys = await keysOf(own, hits);
       keys.forEach((key, i) => {

@@ -169,17 +169,13 @@ export async function rowsHoldingKeys(
   const read = table.unindexed.keyIndexBuilt ? table.fresh.begin('key') : undefined;
   if (read === undefined) return readRowsHolding(table.rows, keys, false);
   try {
-    const holding = table.fresh
-      .holdingKeys(
-        read,
-        keys.values.map((v) => v.text),
-      )
-      .catch((err: unknown) => {
-        // Let go of meanwhile, or an earlier commit's rows could not be counted in (a text only Lance tokenizes,
-        // which failed): Lance's own way until the next fold, as a search would.
-        if (!(err instanceof FreshGone)) table.fresh.unsettled();
-        return undefined;
-      });
+    const values = keys.values.map((v) => v.text);
+    const holding = table.fresh.holdingKeys(read, values).catch((err: unknown) => {
+      // Let go of meanwhile, or an earlier commit's rows could not be counted in (a text only Lance tokenizes,
+      // which failed): Lance's own way until the next fold, as a search would.
+      if (!(err instanceof FreshGone)) table.fresh.unsettled();
+      return undefined;
+    });
     const [found, held] = await Promise.all([readRowsHolding(table.rows, keys, true), holding]);
     if (held === undefined) return await readRowsHolding(table.rows, keys, false);
     // A held row is the latest to hold its value: one the index has too is the same row, or one it replaced.

@@ -27,6 +27,12 @@ export interface ColumnDescriptor {
 /** The service's own column: a unique i64 per row, assigned on write, never shown (docs/architecture.md). */
 export const ROW_KEY = '_rowkey';
 
+/** A predicate matching the rows of `keys`, among those `predicate` matches when one is given. */
+export function withinRowKeys(keys: Iterable<bigint>, predicate?: string): string {
+  const inKeys = `${ROW_KEY} IN (${[...keys].join(', ')})`;
+  return predicate === undefined ? inKeys : `(${predicate}) AND (${inKeys})`;
+}
+
 const MAX_DIM = 4096;
 const { Type, TimeUnit, Precision } = arrow;
 

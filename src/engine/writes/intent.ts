@@ -2,7 +2,7 @@ import type { RecordBatch } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { Unprocessable } from '../../errors.js';
 import type { History, RowReads, VersionInfo } from '../rows/source.js';
-import { ROW_KEY } from '../tables/schema.js';
+import { ROW_KEY, withinRowKeys } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { rowKeysOf } from './rows.js';
 
@@ -43,8 +43,6 @@ export interface Found {
 
 /** A read-only view of the table, moved from version to version; closed by whoever opened it. */
 export type VersionReader = History;
-
-const keyList = (keys: readonly bigint[]) => keys.map(String).join(', ');
 
 /**
  * One cell as text that tells every value apart: `String()` would make all structs "[object Object]" and a null
@@ -97,9 +95,8 @@ function testOf(
     return async (table) => ((await table.count(probe)) > 0 ? affected : undefined);
   }
   const keys = intent.keys.map(BigInt);
-  const inKeys = `${ROW_KEY} IN (${keyList(keys)})`;
   if (intent.kind === 'delete') {
-    const probe = intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`;
+    const probe = withinRowKeys(keys, intent.predicate);
     return async (table) => ((await table.count(probe)) === 0 ? 0 : undefined);
   }
   const columns = handle.schema.fields.map((f) => f.name);
@@ -107,7 +104,7 @@ function testOf(
   // The body's rows were paired with the matched keys in order (writes.ts `replace`, `upsert`).
   const wanted = rowsByKey(sent, BigInt64Array.from(keys), columns);
   return async (table) => {
-    const found = await table.rowsWhere(inKeys, [ROW_KEY, ...columns], { limit: keys.length });
+    const found = await table.rowsWhere(withinRowKeys(keys), [ROW_KEY, ...columns], { limit: keys.length });
     const now = rowsByKey(found, rowKeysOf(found), columns);
     for (const [key, row] of now) if (wanted.get(key) !== row) return undefined;
     // An upsert leaves every one of its keys' rows there (no delete runs between its lookup and commit): a version
@@ -130,8 +127,7 @@ async function stillMatched(
   intent: Extract<WriteIntent, { kind: 'delete' }>,
 ): Promise<number> {
   if (table === undefined) throw new Error(`version ${version} of the table was pruned while it was read`);
-  const inKeys = `${ROW_KEY} IN (${keyList(intent.keys.map(BigInt))})`;
-  return table.count(intent.predicate === undefined ? inKeys : `(${inKeys}) AND (${intent.predicate})`);
+  return table.count(withinRowKeys(intent.keys.map(BigInt), intent.predicate));
 }
 
 /**

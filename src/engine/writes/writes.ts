@@ -7,7 +7,7 @@ import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
 import { assertKeysFree, type BodyKeys, duplicateKey, keysOfBody, rowsHoldingKeys } from '../tables/primary-key.js';
-import { ROW_KEY, storedSchema } from '../tables/schema.js';
+import { ROW_KEY, storedSchema, withinRowKeys } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { type ColumnTexts, type CommitTexts, textsOf } from '../text/statistics.js';
 import type { Upserted } from './command.js';
@@ -365,7 +365,10 @@ export async function upsert(
 /** Deletes of at most this many rows are bounded by the row keys read (an IN list of ~200 KB). */
 const DELETE_BY_KEYS = 10_000;
 
-/** Deletes the rows P matches; the counts say how many went and how many a concurrent write took first. */
+/**
+ * Deletes the rows P matches; the counts say how many went and how many were gone or no longer matched when the
+ * delete committed.
+ */
 export async function remove(
   catalog: CatalogStore,
   table: TableHandle,
@@ -396,7 +399,7 @@ export async function remove(
       const change = await rowChange(table, 'rewrite', Array.from(keys), [], []);
       // Lance evaluates the predicate again as it deletes. Bounded by the keys read, no row the read did not count
       // goes; one that no longer matches (a predicate on now(), a concurrent write) stays.
-      const bounded = matched <= DELETE_BY_KEYS ? `(${checked}) AND (${ROW_KEY} IN (${keys.join(', ')}))` : checked;
+      const bounded = matched <= DELETE_BY_KEYS ? withinRowKeys(keys, checked) : checked;
       const deleted = await recording(table, change, () => table.rows.delete(bounded));
       if (deleted.deleted !== matched) {
         // Not the rows the fresh rows and BM25's statistics were told of.
