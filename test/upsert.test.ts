@@ -45,6 +45,19 @@ async function keyedTable(searched = true): Promise<string> {
   return name;
 }
 
+/** Notes the options of every read by predicate of a table's rows until the function it returns is called. */
+function recordingReads(handle: { rows: unknown }, reads: ReadOptions[]): () => void {
+  const source = handle.rows as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  const read = source.rowsWhere?.bind(handle.rows);
+  source.rowsWhere = (where, columns, options) => {
+    reads.push((options ?? {}) as ReadOptions);
+    return read?.(where, columns, options) as Promise<unknown>;
+  };
+  return () => {
+    delete source.rowsWhere;
+  };
+}
+
 type Item = { id: number; body: string };
 const byId = (rows: Record<string, unknown>[]) =>
   rows.map((r) => ({ id: Number(r.id), body: r.body as string })).sort((a, b) => a.id - b.id);
@@ -347,12 +360,7 @@ describe('a table with a primary key', () => {
       expect(handle.fresh.usable('key')).toBe(true);
       // The last append's rows and nothing else: the folded ones went, and no row itself is held, only its key.
       expect(handle.fresh.size).toBe(10);
-      const source = handle.rows as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
-      const read = source.rowsWhere?.bind(handle.rows);
-      source.rowsWhere = (where, columns, options) => {
-        reads.push((options ?? {}) as ReadOptions);
-        return read?.(where, columns, options) as Promise<unknown>;
-      };
+      const stop = recordingReads(handle, reads);
       try {
         // An indexed key and a fresh one are replaced, a new one inserted.
         const upserted = await tables.upsert(name, [
@@ -382,10 +390,59 @@ describe('a table with a primary key', () => {
         expect((await tables.append(name, [{ id: 6, body: 'back' }])).status).toBe(200);
         model.set(6, 'back');
       } finally {
-        delete source.rowsWhere;
+        stop();
       }
     });
     expect(reads.some((options) => options.indexedOnly === true)).toBe(true);
+    const want = [...model].map(([id, body]) => ({ id, body })).sort((a, b) => a.id - b.id);
+    expect(await stored(name)).toEqual(want);
+  });
+
+  test('an update or delete naming key values finds its rows as keyed writes find keys, not by reading every row', async () => {
+    const name = await keyedTable();
+    const rows = (from: number, n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: from + i, body: `a${from + i}` }));
+    expect((await tables.append(name, rows(0, 100))).status).toBe(200);
+    await upkeepPass(server, 'pk');
+    expect((await tables.append(name, rows(100, 10))).status).toBe(200);
+    const model = new Map(rows(0, 110).map((r) => [r.id, r.body]));
+    const reads: ReadOptions[] = [];
+    await onTableHandle(server, 'pk', name, async (handle) => {
+      const stop = recordingReads(handle, reads);
+      try {
+        // A fresh row and an indexed one, by equality; two swapped by an IN list; one to a key another row holds.
+        for (const id of [105, 5]) {
+          expect((await tables.update(name, `id = ${id}`, [{ id, body: `u${id}` }])).json).toMatchObject({
+            matched: 1,
+          });
+          model.set(id, `u${id}`);
+        }
+        const swapped = await tables.update(name, 'id IN (101, 1)', [
+          { id: 101, body: 'was 1' },
+          { id: 1, body: 'was 101' },
+        ]);
+        expect(swapped.status).toBe(200);
+        model.set(1, 'was 101');
+        model.set(101, 'was 1');
+        const taken = await tables.update(name, 'id = 2', [{ id: 103, body: 'x' }]);
+        expect((taken.json as { code: string }).code).toBe('duplicate_key');
+        const counted = await tables.update(name, 'id IN (3, 999)', [{ id: 3, body: 'y' }]);
+        expect(counted.json).toMatchObject({ matched: 1 });
+        model.set(3, 'y');
+        const mismatch = await tables.update(name, 'id = 999', [{ id: 999, body: 'z' }]);
+        expect((mismatch.json as { code: string }).code).toBe('row_count_mismatch');
+        const deleted = await tables.remove(name, 'id IN (4, 104, 999)');
+        expect(deleted.json).toMatchObject({ matched: 2, n_tombstoned: 2 });
+        model.delete(4);
+        model.delete(104);
+        expect((await tables.append(name, [{ id: 104, body: 'back' }])).status).toBe(200);
+        model.set(104, 'back');
+      } finally {
+        stop();
+      }
+    });
+    expect(reads.length).toBeGreaterThan(0);
+    expect(reads.every((options) => options.indexedOnly === true)).toBe(true);
     const want = [...model].map(([id, body]) => ({ id, body })).sort((a, b) => a.id - b.id);
     expect(await stored(name)).toEqual(want);
   });
@@ -396,6 +453,7 @@ describe('a table with a primary key', () => {
       | { kind: 'append'; rows: Item[] }
       | { kind: 'update'; id: number; body: string }
       | { kind: 'delete'; below: number }
+      | { kind: 'delete_ids'; ids: number[] }
       | { kind: 'fold' };
     const item = fc.record({ id: fc.integer({ min: 0, max: 12 }), body: fc.constantFrom('x', 'y', 'z w') });
     const op: fc.Arbitrary<Op> = fc.oneof(
@@ -403,6 +461,10 @@ describe('a table with a primary key', () => {
       fc.record({ kind: fc.constant('append' as const), rows: fc.array(item, { minLength: 1, maxLength: 3 }) }),
       fc.record({ kind: fc.constant('update' as const), id: fc.integer({ min: 0, max: 12 }), body: fc.string() }),
       fc.record({ kind: fc.constant('delete' as const), below: fc.integer({ min: 0, max: 4 }) }),
+      fc.record({
+        kind: fc.constant('delete_ids' as const),
+        ids: fc.array(fc.integer({ min: 0, max: 12 }), { minLength: 1, maxLength: 3 }),
+      }),
       // Upkeep folds the rows in: keys are then found through the index, and the rows written since beside it.
       fc.record({ kind: fc.constant('fold' as const) }),
     );
@@ -432,6 +494,10 @@ describe('a table with a primary key', () => {
             if (model.has(o.id)) model.set(o.id, o.body);
           } else if (o.kind === 'fold') {
             await upkeepPass(server, 'pk');
+          } else if (o.kind === 'delete_ids') {
+            const res = await tables.remove(name, `id IN (${o.ids.join(', ')})`);
+            expect(res.json).toMatchObject({ matched: new Set(o.ids.filter((id) => model.has(id))).size });
+            for (const id of o.ids) model.delete(id);
           } else {
             expect((await tables.remove(name, `id < ${o.below}`)).status).toBe(200);
             for (const id of [...model.keys()]) if (id < o.below) model.delete(id);

@@ -121,6 +121,56 @@ export function keysOfBody(
   return { field, values };
 }
 
+/** A literal of the canonical predicate as the key's type reads it: a decimal integer (negative ones parenthesized), or a string without backslashes. */
+const INTEGER_LITERAL = /\(-\d+\)|\d+/y;
+const STRING_LITERAL = /'(?:[^'\\]|'')*'/y;
+
+/** The range of an integer column's values. */
+function integerRange(type: DataType): [bigint, bigint] {
+  const { bitWidth, isSigned } = type as DataType & { bitWidth: number; isSigned: boolean };
+  const width = BigInt(bitWidth);
+  return isSigned ? [-(2n ** (width - 1n)), 2n ** (width - 1n) - 1n] : [0n, 2n ** width - 1n];
+}
+
+/**
+ * The key values a predicate (as `checkPredicate` writes it) names when it is exactly `key = v` or `key IN (v, …)`
+ * over literals of the key's own type; undefined for every other predicate. Such a predicate matches exactly the
+ * rows holding those values, which a keyed write then finds as it finds its own keys (`rowsHoldingKeys`), without
+ * scanning the rows no index covers.
+ */
+export function keysNamedBy(predicate: string, field: Field): BodyKeys | undefined {
+  const integer = field.type.typeId === Type.Int;
+  if (!integer && field.type.typeId !== Type.Utf8 && field.type.typeId !== Type.LargeUtf8) return undefined;
+  const column = `(\`${field.name.replaceAll('`', '``')}\``;
+  if (!predicate.startsWith(column)) return undefined;
+  const rest = predicate.slice(column.length);
+  const list = rest.startsWith(' IN (');
+  if (!list && !rest.startsWith(' = ')) return undefined;
+  const literal = integer ? INTEGER_LITERAL : STRING_LITERAL;
+  const [low, high] = integer ? integerRange(field.type) : [0n, 0n];
+  const values = new Map<KeyText, KeyValue>();
+  let at = list ? 5 : 3;
+  for (;;) {
+    literal.lastIndex = at;
+    const found = literal.exec(rest);
+    if (found === null) return undefined;
+    const text = found[0];
+    let value: bigint | string;
+    if (integer) {
+      value = BigInt(text.replace(/[()]/g, ''));
+      if (value < low || value > high) return undefined;
+    } else value = text.slice(1, -1).replaceAll("''", "'");
+    const key = keyValueOf(field.type, value);
+    values.set(key.text, key);
+    at += text.length;
+    if (list && rest.startsWith(', ', at)) {
+      at += 2;
+      continue;
+    }
+    return rest.slice(at) === (list ? '))' : ')') ? { field, values: [...values.values()] } : undefined;
+  }
+}
+
 /**
  * Longest IN list one lookup sends. In process at 1M rows, LanceDB found 10,000 integer keys through a BTREE in
  * 25 ms as one list and 35–44 ms as ten of 1,000.

@@ -6,7 +6,14 @@ import type { ColumnVectors, FreshWrite } from '../fresh/rows.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
 import type { CatalogStore } from '../tables/catalog.js';
 import type { ChangeKind } from '../tables/changes.js';
-import { assertKeysFree, type BodyKeys, duplicateKey, keysOfBody, rowsHoldingKeys } from '../tables/primary-key.js';
+import {
+  assertKeysFree,
+  type BodyKeys,
+  duplicateKey,
+  keysNamedBy,
+  keysOfBody,
+  rowsHoldingKeys,
+} from '../tables/primary-key.js';
 import { ROW_KEY, storedSchema, withinRowKeys } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { type ColumnTexts, type CommitTexts, textsOf } from '../text/statistics.js';
@@ -227,9 +234,31 @@ async function versionBefore(table: TableHandle, beforeCommit: BeforeCommit | un
   return beforeCommit === undefined ? undefined : table.rows.version();
 }
 
-/** The row keys `predicate` matches, in row order. */
-async function matchedKeys(table: TableHandle, predicate: string): Promise<BigInt64Array> {
-  return rowKeysOf(await table.rows.rowsWhere(predicate, [ROW_KEY], { userDriven: true })).sort();
+/** The keys of the rows a write's predicate matches, in row order, and who holds the body's primary keys. */
+interface Matched {
+  keys: BigInt64Array;
+  /** The stored rows holding the body's key values, when the same lookup found them (`rowsHoldingKeys`). */
+  holders?: ReadonlyMap<string, bigint>;
+}
+
+/**
+ * The row keys `predicate` matches, in row order. On a keyed table a predicate that names key values (`id = 7`,
+ * `id IN (…)`) is answered by one lookup of those values and of the body's keys (`body`) together, as keyed writes
+ * find their keys; any other predicate is a read of every row.
+ */
+async function matchedKeys(table: TableHandle, predicate: string, body?: BodyKeys): Promise<Matched> {
+  const named = table.primaryKey === undefined ? undefined : keysNamedBy(predicate, table.primaryKey);
+  if (named === undefined) {
+    const read = await table.rows.rowsWhere(predicate, [ROW_KEY], { userDriven: true });
+    return { keys: rowKeysOf(read).sort() };
+  }
+  const values = new Map([...(body?.values ?? []), ...named.values].map((v) => [v.text, v] as const));
+  const holders = await rowsHoldingKeys(table, { field: named.field, values: [...values.values()] });
+  const keys = named.values.flatMap((v) => {
+    const key = holders.get(v.text);
+    return key === undefined ? [] : [key];
+  });
+  return { keys: BigInt64Array.from(keys).sort(), holders: body === undefined ? undefined : holders };
 }
 
 /**
@@ -252,7 +281,7 @@ export async function replace(
   return durably(table, () =>
     holdingKeys(catalog, table, async () => {
       const fromVersion = await versionBefore(table, beforeCommit);
-      const keys = await readingPredicate(() => matchedKeys(table, checked));
+      const { keys, holders } = await readingPredicate(() => matchedKeys(table, checked, primaryKeys));
       if (keys.length !== sent) {
         throw new Conflict(
           `predicate matched ${keys.length} row${keys.length === 1 ? '' : 's'}; ${sent} replacement row${sent === 1 ? ' was' : 's were'} sent`,
@@ -272,7 +301,7 @@ export async function replace(
       }
       // The new rows may take the values of the rows they replace, and of no other.
       if (primaryKeys !== undefined) {
-        assertKeysFree(primaryKeys, await rowsHoldingKeys(table, primaryKeys), new Set(keys));
+        assertKeysFree(primaryKeys, holders ?? (await rowsHoldingKeys(table, primaryKeys)), new Set(keys));
       }
       if (beforeCommit !== undefined) {
         await beforeCommit({
@@ -382,7 +411,7 @@ export async function remove(
     holdingKeys(catalog, table, async () => {
       // The rows' keys are read, not only counted: a retry checks them, and a read can be given a time limit.
       const fromVersion = await versionBefore(table, beforeCommit);
-      const keys = await readingPredicate(() => matchedKeys(table, checked));
+      const { keys } = await readingPredicate(() => matchedKeys(table, checked));
       const matched = keys.length;
       if (matched > 0 && beforeCommit !== undefined) {
         const tableId = table.record.tableId;
