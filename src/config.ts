@@ -49,6 +49,12 @@ export interface Config {
   /** Rows at which a vector column gets its ANN index; below it searches scan exactly (ext). */
   annMinRows: number;
   /**
+   * While writes go on, rows outside a table's search indexes that its fresh rows hold are folded in by upkeep
+   * once they number this many or are `upkeepHeldTailMs` old, rather than on every pass (ext).
+   */
+  upkeepHeldTailRows: number;
+  upkeepHeldTailMs: number;
+  /**
    * Rows of a table its search indexes may miss before appends and updates to it are refused with 429
    * `index_behind` until upkeep folds them in (ext): searches scan those rows outside the indexes.
    */
@@ -133,6 +139,8 @@ export const FLAG_TO_ENV: Readonly<Record<string, string>> = {
   'idempotency-ttl-ms': 'STRATA_IDEMPOTENCY_TTL_MS',
   'idempotency-hold-ms': 'STRATA_IDEMPOTENCY_HOLD_MS',
   'ann-min-rows': 'STRATA_ANN_MIN_ROWS',
+  'upkeep-held-tail-rows': 'STRATA_UPKEEP_HELD_TAIL_ROWS',
+  'upkeep-held-tail-ms': 'STRATA_UPKEEP_HELD_TAIL_MS',
   'version-retention-ms': 'STRATA_VERSION_RETENTION_MS',
   'log-level': 'STRATA_LOG_LEVEL',
 };
@@ -291,6 +299,8 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     upkeepLeaseMs: integer(env, 'STRATA_UPKEEP_LEASE_MS', 30_000, 300),
     ...idempotency(env),
     annMinRows: integer(env, 'STRATA_ANN_MIN_ROWS', 25_000, 1),
+    upkeepHeldTailRows: integer(env, 'STRATA_UPKEEP_HELD_TAIL_ROWS', 50_000, 0),
+    upkeepHeldTailMs: integer(env, 'STRATA_UPKEEP_HELD_TAIL_MS', 30_000, 0),
     maxUnindexedRows: integer(env, 'STRATA_MAX_UNINDEXED_ROWS', 500_000, 1),
     freshTierBytes: integer(env, 'STRATA_FRESH_TIER_MB', 1024, 0) * 1024 * 1024,
     upkeepPaused: flag(env, 'STRATA_UPKEEP_PAUSED', false),

@@ -56,6 +56,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       upkeep: {
         intervalMs: config.upkeepIntervalMs,
         annMinRows: config.annMinRows,
+        heldTail: { rows: config.upkeepHeldTailRows, ms: config.upkeepHeldTailMs },
         pause: { paused: config.upkeepPaused },
         retainMs: config.versionRetentionMs,
         othersWrite: store.shared,

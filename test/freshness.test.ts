@@ -46,6 +46,64 @@ const receipt = (headers: Headers) => ({
   fresh: Number(headers.get('x-strata-fresh-rows')),
 });
 
+describe('upkeep while writes go on', () => {
+  test('leaves the rows this node holds beside the indexes until writes pause, or the tail is large or old', async () => {
+    const server = await startStrata({
+      ...HAND_RUN,
+      STRATA_UPKEEP_HELD_TAIL_ROWS: '20',
+      STRATA_UPKEEP_HELD_TAIL_MS: '1500',
+    });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'held');
+      const unindexed = async (heldTails: 'wait' | 'fold' = 'wait') =>
+        gauge(await upkeepPass(server, 'held', heldTails), 'strata_unindexed_rows');
+      const search = (query: string) =>
+        client.request<{ data: Row[] }>(
+          'POST',
+          '/v1/hybrid_search/held',
+          { table_name: 'notes', text_field: 'body', text_query: query, k: 100, projection: ['id'] },
+          { accept: 'application/json' },
+        );
+      await tables.append('notes', rows(0, 30, 'apple'));
+      expect(await unindexed('fold')).toBe(0);
+
+      // Written since the previous pass: held, and found beside the index.
+      await tables.append('notes', rows(30, 5, 'banana'));
+      expect(await unindexed()).toBe(5);
+      const found = await search('banana');
+      expect(found.json.data).toHaveLength(5);
+      expect(receipt(found.headers).fresh).toBe(5);
+      // No write since: folded.
+      expect(await unindexed()).toBe(0);
+
+      // A tail of 20 rows or more is folded at once.
+      await tables.append('notes', rows(35, 10, 'cherry'));
+      expect(await unindexed()).toBe(10);
+      await tables.append('notes', rows(45, 10, 'cherry'));
+      expect(await unindexed()).toBe(0);
+
+      // So is one older than 1.5 s, writes or not.
+      await tables.append('notes', rows(55, 3, 'damson'));
+      expect(await unindexed()).toBe(3);
+      await new Promise((resolve) => setTimeout(resolve, 1600));
+      await tables.append('notes', rows(58, 3, 'damson'));
+      expect(await unindexed()).toBe(0);
+
+      // A delete or replace is folded at once; an explicit pass folds whatever is held.
+      await tables.append('notes', rows(61, 3, 'elder'));
+      expect(await unindexed()).toBe(3);
+      expect((await tables.remove('notes', 'id = 61')).status).toBe(200);
+      expect(await unindexed()).toBe(0);
+      await tables.append('notes', rows(64, 3, 'fig'));
+      expect(await unindexed('fold')).toBe(0);
+      expect((await search('banana cherry damson elder fig')).json.data).toHaveLength(5 + 20 + 6 + 2 + 3);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('the freshness receipt and consistency', () => {
   test('every search says the version it started from and the rows it read outside the indexes', async () => {
     const server = await startStrata(HAND_RUN);

@@ -8,6 +8,7 @@ import { type Env, loadConfig } from '../../src/config.js';
 import { issueKey } from '../../src/control/keys.js';
 import { openControlStore } from '../../src/control/open.js';
 import type { TableHandle } from '../../src/engine/tables/tables.js';
+import type { HeldTails } from '../../src/engine/upkeep/upkeep.js';
 import { buildService } from '../../src/node.js';
 import { logSink, rememberSecret } from './logs.js';
 
@@ -129,12 +130,16 @@ export async function onTableHandle(
   }
 }
 
-export async function upkeepPass(server: TestServer, name: string): Promise<string> {
+/**
+ * Runs one upkeep pass over database `name`'s open tables and answers the metrics after it. It folds every tail
+ * at once unless `heldTails` is `wait`, as the interval's passes do.
+ */
+export async function upkeepPass(server: TestServer, name: string, heldTails: HeldTails = 'fold'): Promise<string> {
   const account = await server.app.ctx.store.ensureAccount('acme');
   const database = await server.app.ctx.store.findDatabase(account.id, name);
   const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
   try {
-    await lease?.worker.upkeep.run();
+    await lease?.worker.upkeep.run(heldTails);
   } finally {
     lease?.release();
   }

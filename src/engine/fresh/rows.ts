@@ -157,6 +157,14 @@ export class FreshRows implements BudgetedTier {
     return this.dropped;
   }
 
+  /**
+   * Whether every row a search through the table's indexes misses is held here: each kind usable, nothing let go
+   * of. Upkeep may then let a tail grow before it folds it.
+   */
+  get holdsTail(): boolean {
+    return this.tracking && this.holdsRows && !this.dropped && this.kinds.every((kind) => this.foldedAt.has(kind));
+  }
+
   /** Rows held. */
   get size(): number {
     return this.rows.size;

@@ -14,6 +14,8 @@ export class TableUpkeep {
   tidied: number | undefined;
   /** The version the previous pass saw: the same version again means writes paused. */
   seen: number | undefined;
+  /** When a pass first found rows outside the search indexes since they last covered every row. */
+  behindSince: number | undefined;
   /**
    * Once settled, by the version it was worked out at: the time of its oldest kept version, and when the next
    * prune is due.
@@ -35,6 +37,7 @@ export class TableUpkeep {
     this.settled = undefined;
     this.tidied = undefined;
     this.seen = undefined;
+    this.behindSince = undefined;
     this.pruneAt = undefined;
     this.counted = undefined;
     this.deferred = 0;

@@ -4,6 +4,9 @@ import { CommitConflict, type IndexInfo, UpkeepProcessGone } from '../rows/sourc
 import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle, Tables } from '../tables/tables.js';
 
+/** Whether a pass folds at once the rows a table's fresh rows hold, or may leave them to a later pass. */
+export type HeldTails = 'fold' | 'wait';
+
 /** Whether upkeep may commit on a node: one switch every worker's upkeep reads. */
 export interface UpkeepPause {
   paused: boolean;
@@ -17,6 +20,13 @@ export interface UpkeepOptions {
    * exact scans win.
    */
   annMinRows: number;
+  /**
+   * Rows outside the search indexes that this node holds in its fresh rows (`FreshRows.holdsTail`) are folded by a
+   * pass of the interval once writes pause, or once they number `rows` or are `ms` old: searched beside the
+   * indexes they cost a search little, while each fold of a large table takes a core for seconds
+   * (docs/performance.md, Fresh rows under ingest). No explicit pass (`run()`) waits.
+   */
+  heldTail: { rows: number; ms: number };
   /** Table versions older than this are pruned. */
   retainMs: number;
   /**
@@ -176,9 +186,11 @@ export class Upkeep {
    * Starts a pass now unless one is running: the interval's tick, and a write that left a table's rows far enough
    * ahead of its indexes (the worker's `adding` and `admit`), so that tails stay small under steady ingest.
    */
-  nudge(): void {
+  nudge(heldTails: HeldTails = 'wait'): void {
     if (this.pass !== undefined || this.stopped || this.options.pause.paused) return;
-    this.run().catch((err: unknown) => this.log.warn({ err }, 'an upkeep pass failed; the next one tries again'));
+    this.run(heldTails).catch((err: unknown) =>
+      this.log.warn({ err }, 'an upkeep pass failed; the next one tries again'),
+    );
   }
 
   async stop(): Promise<void> {
@@ -192,10 +204,11 @@ export class Upkeep {
 
   /**
    * One pass over every open table, after the one under way if any (passes never overlap); exposed so tests and
-   * benchmarks can wait for a settled state.
+   * benchmarks can wait for a settled state. `heldTails` says whether it folds the rows the fresh rows hold at once
+   * (an explicit pass) or may leave them to a later pass (the interval's, `UpkeepOptions.heldTail`).
    */
-  run(): Promise<void> {
-    const pass = (this.pass ?? Promise.resolve()).then(() => this.passOnce());
+  run(heldTails: HeldTails = 'fold'): Promise<void> {
+    const pass = (this.pass ?? Promise.resolve()).then(() => this.passOnce(heldTails));
     const running = pass
       .catch(() => undefined)
       .finally(() => {
@@ -205,7 +218,7 @@ export class Upkeep {
     return pass;
   }
 
-  private async passOnce(): Promise<void> {
+  private async passOnce(heldTails: HeldTails): Promise<void> {
     if (this.options.pause.paused) return;
     const open = new Map<string, TableHandle>();
     const handles = await Promise.all(
@@ -228,7 +241,7 @@ export class Upkeep {
         id = table.record.tableId;
         open.set(id, table);
         if (this.dropped.has(id)) continue;
-        await this.leasing(table, () => this.upkeep(table));
+        await this.leasing(table, () => this.upkeep(table, heldTails));
       } catch (err) {
         if (this.stopped) return; // its work was cut short by the shutdown
         // Dropped while its pass ran (a purge removes the files the job reads): not a failure, and not retried.
@@ -305,7 +318,7 @@ export class Upkeep {
     }
   }
 
-  private async upkeep(table: TableHandle): Promise<void> {
+  private async upkeep(table: TableHandle, heldTails: HeldTails): Promise<void> {
     // A table untouched since a pass found nothing to do is skipped: index stats are not free at 1M rows,
     // and a pass runs every few seconds beside the searches.
     const kept = table.upkeep;
@@ -340,12 +353,23 @@ export class Upkeep {
     if (reindexed) table.unindexed.folded();
     const { searchBehind, keysBehind } = await this.behindOf(table, version);
     const rewritten = table.changes.between(kept.tidied ?? version, version) === 'rewrite';
-    // Search indexes are folded at once (fresh rows are searched by brute force until then); the row key's
-    // waits until writes pause or enough small fragments pile up.
+    // Search indexes are folded at once, unless this node holds what they miss and writes go on
+    // (`UpkeepOptions.heldTail`); the row key's waits until writes pause or enough small fragments pile up.
+    const behindSince = searchBehind === 0 ? undefined : (kept.behindSince ?? Date.now());
+    kept.behindSince = behindSince;
+    const { heldTail } = this.options;
+    const held =
+      heldTails === 'wait' &&
+      behindSince !== undefined &&
+      searchBehind < heldTail.rows &&
+      Date.now() - behindSince < heldTail.ms &&
+      !quiet &&
+      !rewritten &&
+      table.fresh.holdsTail;
     const due =
-      searchBehind > 0 ||
+      (searchBehind > 0 && !held) ||
       rewritten ||
-      (keysBehind && (quiet || (await table.rows.smallFragments()) >= SMALL_FRAGMENTS_TO_COMPACT));
+      (keysBehind && !held && (quiet || (await table.rows.smallFragments()) >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
       const optimized = await this.optimize(table, 'optimize');
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all
@@ -355,10 +379,11 @@ export class Upkeep {
         table.unindexed.folded();
         table.fresh.folded(version);
         kept.tidied = version;
+        kept.behindSince = undefined;
         await table.rows.compacted();
         reindexed = true;
       }
-    } else if (!keysBehind && !needsAnn && !(await this.rebuildText(table, version))) {
+    } else if (searchBehind === 0 && !keysBehind && !needsAnn && !(await this.rebuildText(table, version))) {
       kept.settled = version;
     }
     if (reindexed) {

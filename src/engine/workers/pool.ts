@@ -79,7 +79,8 @@ export class WorkerPool {
       await Promise.race([settled, waited]);
       clearTimeout(timer);
     } else {
-      for (const worker of this.workers.values()) worker.upkeep.nudge();
+      // Out of a maintenance window, what waited is folded at once.
+      for (const worker of this.workers.values()) worker.upkeep.nudge('fold');
     }
     return this.upkeepState();
   }
