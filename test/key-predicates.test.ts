@@ -39,7 +39,10 @@ describe('keysNamedBy', () => {
     const typed = fc.constantFrom(...INTEGER_TYPES).chain(([type, low, high]) =>
       fc.record({
         type: fc.constant(type),
-        values: fc.array(fc.bigInt({ min: low, max: high }), { minLength: 1, maxLength: 6 }),
+        values: fc.array(fc.bigInt({ min: low === -(2n ** 63n) ? low + 1n : low, max: high }), {
+          minLength: 1,
+          maxLength: 6,
+        }),
       }),
     );
     fc.assert(
@@ -89,12 +92,14 @@ describe('keysNamedBy', () => {
     expect(named(predicate, type)).toBeUndefined();
   });
 
-  test('reads a negative literal and the extremes of i64', () => {
+  test('reads a negative literal and the largest i64, and leaves the smallest to Lance, which refuses it', () => {
     const i64 = new arrow.Int64();
     expect(named('id = -7', i64)).toEqual(['-7']);
-    expect(named('id IN (-9223372036854775808, 9223372036854775807)', i64)).toEqual([
-      '-9223372036854775808',
+    expect(named('id IN (-9223372036854775807, 9223372036854775807)', i64)).toEqual([
+      '-9223372036854775807',
       '9223372036854775807',
     ]);
+    expect(named('id = -9223372036854775808', i64)).toBeUndefined();
+    expect(named('id IN (1, -9223372036854775808)', i64)).toBeUndefined();
   });
 });

@@ -447,6 +447,27 @@ describe('a table with a primary key', () => {
     expect(await stored(name)).toEqual(want);
   });
 
+  test('an update or delete naming the one key literal Lance refuses answers 400, as on any other column', async () => {
+    const created = await tables.create({
+      table_name: 'minimum',
+      schema: [
+        { name: 'id', type: 'i64' },
+        { name: 'm', type: 'i64' },
+      ],
+      primary_key: 'id',
+    });
+    expect(created.status).toBe(200);
+    const MIN = '-9223372036854775808';
+    expect((await tables.append('minimum', [{ id: MIN, m: MIN }])).status).toBe(200);
+    for (const column of ['m', 'id']) {
+      const deleted = await tables.remove('minimum', `${column} = ${MIN}`);
+      expect(deleted.status).toBe(400);
+      const updated = await tables.update('minimum', `${column} = ${MIN}`, [{ id: MIN, m: 0 }]);
+      expect(updated.status).toBe(400);
+    }
+    expect(await readTable(server, 'acme', 'pk', 'minimum')).toEqual([{ id: MIN, m: MIN }]);
+  });
+
   test('ends with the rows a model of the table holds, after any sequence of writes (property)', async () => {
     type Op =
       | { kind: 'upsert'; rows: Item[] }
