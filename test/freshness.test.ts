@@ -7,6 +7,7 @@ import {
   eventually,
   metricsOf,
   onTableHandle,
+  passEnded,
   startStrata,
   type TestServer,
   upkeepPass,
@@ -98,6 +99,50 @@ describe('upkeep while writes go on', () => {
       await tables.append('notes', rows(64, 3, 'fig'));
       expect(await unindexed('fold')).toBe(0);
       expect((await search('banana cherry damson elder fig')).json.data).toHaveLength(5 + 20 + 6 + 2 + 3);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('upkeep while writes go on, its limits', () => {
+  test('a write past a quarter of STRATA_MAX_UNINDEXED_ROWS starts a pass that folds, however small the cap', async () => {
+    const server = await startStrata({ ...HAND_RUN, STRATA_MAX_UNINDEXED_ROWS: '40' });
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'capped');
+      expect((await tables.append('notes', rows(0, 30, 'w'))).status).toBe(200);
+      expect(gauge(await upkeepPass(server, 'capped'), 'strata_unindexed_rows')).toBe(0);
+      const statuses: number[] = [];
+      for (let i = 0; i < 4; i++) {
+        statuses.push((await tables.append('notes', rows(30 + 20 * i, 20, 'w'))).status);
+        await passEnded(server, 'capped');
+        expect(gauge(await metricsOf(server), 'strata_unindexed_rows')).toBe(0);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a held tail of many small appends is folded once 32 small fragments pile up', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'small');
+      expect((await tables.append('notes', rows(0, 1, 'w'))).status).toBe(200);
+      await upkeepPass(server, 'small');
+      const gauges: number[] = [];
+      for (let i = 1; i <= 40; i++) {
+        expect((await tables.append('notes', rows(i, 1, 'w'))).status).toBe(200);
+        gauges.push(gauge(await upkeepPass(server, 'small', 'wait'), 'strata_unindexed_rows'));
+      }
+      // Held at first, folded once the small fragments reach 32.
+      expect(gauges.slice(0, 5)).toEqual([1, 2, 3, 4, 5]);
+      expect(gauges).toContain(0);
+      await onTableHandle(server, 'small', 'notes', async (handle) => {
+        expect(await handle.rows.smallFragments()).toBeLessThan(32);
+      });
     } finally {
       await server.close();
     }

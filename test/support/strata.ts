@@ -146,6 +146,18 @@ export async function upkeepPass(server: TestServer, name: string, heldTails: He
   return metricsOf(server);
 }
 
+/** Waits for the upkeep pass under way on database `name`'s worker (one a write started, say) to end. */
+export async function passEnded(server: TestServer, name: string): Promise<void> {
+  const account = await server.app.ctx.store.ensureAccount('acme');
+  const database = await server.app.ctx.store.findDatabase(account.id, name);
+  const lease = server.app.ctx.workers.leaseIfPlaced(database?.id ?? '');
+  try {
+    await lease?.worker.upkeep.settled();
+  } finally {
+    lease?.release();
+  }
+}
+
 /** Polls until `check` passes or the time is up; returns the last value. */
 export async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, ms = 5000): Promise<T> {
   const until = Date.now() + ms;

@@ -183,8 +183,9 @@ export class Upkeep {
   }
 
   /**
-   * Starts a pass now unless one is running: the interval's tick, and a write that left a table's rows far enough
-   * ahead of its indexes (the worker's `adding` and `admit`), so that tails stay small under steady ingest.
+   * Starts a pass now unless one is running: the interval's tick (which may leave held tails, `heldTails`), and a
+   * write that left a table's rows far enough ahead of its indexes (the worker's `adding` and `admit`, which fold
+   * at once), so that backpressure releases.
    */
   nudge(heldTails: HeldTails = 'wait'): void {
     if (this.pass !== undefined || this.stopped || this.options.pause.paused) return;
@@ -369,7 +370,7 @@ export class Upkeep {
     const due =
       (searchBehind > 0 && !held) ||
       rewritten ||
-      (keysBehind && !held && (quiet || (await table.rows.smallFragments()) >= SMALL_FRAGMENTS_TO_COMPACT));
+      (keysBehind && (quiet || (await table.rows.smallFragments()) >= SMALL_FRAGMENTS_TO_COMPACT));
     if (due) {
       const optimized = await this.optimize(table, 'optimize');
       // From the version this pass saw: if a write overlapped, its version and upkeep's own are not all

@@ -197,7 +197,7 @@ export class DatabaseWorker {
     const { behind } = await handle.unindexed.at(await handle.rows.version());
     const cap = this.limits.maxUnindexedRows;
     if (behind < cap) return;
-    this.upkeep.nudge();
+    this.upkeep.nudge('fold');
     const paused = this.upkeep.paused;
     throw new Throttled(
       `table "${handle.record.name}" has ${behind} rows its indexes do not cover yet, at or past STRATA_MAX_UNINDEXED_ROWS (${cap}); ${paused ? 'upkeep is paused on this node (STRATA_UPKEEP_PAUSED), so they stay so until it runs again' : 'upkeep is folding them in'}: retry after Retry-After`,
@@ -208,7 +208,7 @@ export class DatabaseWorker {
   /** A write that adds rows: once it committed, upkeep starts folding if it left the table's tail at a quarter of the cap or more. */
   private async adding<T>(handle: TableHandle, write: Promise<T>): Promise<T> {
     const written = await write;
-    if ((handle.unindexed.last?.behind ?? 0) * 4 >= this.limits.maxUnindexedRows) this.upkeep.nudge();
+    if ((handle.unindexed.last?.behind ?? 0) * 4 >= this.limits.maxUnindexedRows) this.upkeep.nudge('fold');
     return written;
   }
 
