@@ -51,6 +51,26 @@ describe('row keys by Lance row id', () => {
     expect(await cache.of(order.map((i) => ids[i] as bigint))).toEqual(order.map((i) => keys[i]));
   });
 
+  test('loads keys of every size whole, in both halves of their 64 bits', async () => {
+    // Row keys count up from zero (-1 stands for no row here).
+    const keys = [0n, 2n ** 40n + 7n, 2n ** 32n - 1n, 2n ** 63n - 1n, 2n ** 32n, 3n * 2n ** 32n + 5n];
+    const own = await connection.createEmptyTable('halves', schema);
+    try {
+      await own.add(new arrow.Table({ [ROW_KEY]: arrow.makeVector(BigInt64Array.from(keys.slice(0, 3))) }));
+      await own.add(new arrow.Table({ [ROW_KEY]: arrow.makeVector(BigInt64Array.from(keys.slice(3))) }));
+      const rows = await own.query().select([ROW_KEY]).withRowId().toArrow();
+      const ids = rowIdsOf(rows);
+      const cache = new RowKeys(own);
+      await cache.of(ids);
+      await cache.loaded();
+      expect(cache.bucketCount).toBe(2);
+      expect(await cache.of(ids)).toEqual(Array.from(rows.getChild(ROW_KEY)?.toArray() as BigInt64Array));
+      expect((await cache.of(ids)).sort()).toEqual([...keys].sort());
+    } finally {
+      own.close();
+    }
+  });
+
   test('a lookup on a table that cannot be read fails, and leaves no failure unhandled', async () => {
     const closed = await connection.openTable('t');
     const { ids } = await truth();

@@ -70,8 +70,7 @@ export class RowKeys {
    * The row key of each id, in order; undefined for a row deleted since the search that found it read the
    * table. Ids the map does not hold are read from Lance by id (233 ids: ~2.7 ms at 1.2M rows) while their
    * buckets load in the background for later searches: waiting for a bucket would hold a search up for a
-   * whole fragment's keys (1.2M rows: 160–330 ms alone, 770 ms beside the index warm-up of a table just
-   * opened).
+   * whole fragment's keys (1M rows: 46–62 ms in process, more beside the index warm-up of a table just opened).
    */
   async of(rowIds: readonly bigint[]): Promise<(bigint | undefined)[]> {
     const unknown = [...new Set(rowIds.filter((id) => this.lookup(id) === NO_ROW))];
@@ -153,20 +152,45 @@ export class RowKeys {
     return new Map(rowIdsOf(rows).map((id, i) => [id, keys[i] as bigint]));
   }
 
-  /** Loads whole buckets: those of the rows `filter` (over `_rowid`) selects. */
+  /**
+   * Loads whole buckets: those of the rows `filter` (over `_rowid`) selects. Ids and keys are read as 32-bit halves
+   * (a row id's high half is its fragment, its low half the row's place in it, little-endian), so a load makes no
+   * value per row: a BigInt for each of a million rows took seconds of the event loop, most of it collecting them.
+   */
   private async fill(filter: string): Promise<void> {
     const rows = await readAll(this.lance.query().select([ROW_KEY]).withRowId().where(filter));
-    const ids = rowIdsOf(rows);
-    const keys = rowKeysOf(rows);
-    const sizes = new Map<bigint, number>();
-    for (const id of ids) {
-      const bucket = id >> BUCKET_BITS;
-      sizes.set(bucket, Math.max(sizes.get(bucket) ?? 0, Number(id & OFFSET_MASK) + 1));
+    const ids = halvesOf(rows, '_rowid');
+    const keys = halvesOf(rows, ROW_KEY);
+    // Rows come fragment by fragment: the map is asked again only where the fragment changes.
+    const sizes = new Map<number, number>();
+    for (let i = 0; i < ids.length; ) {
+      const bucket = ids[i + 1] as number;
+      let size = sizes.get(bucket) ?? 0;
+      for (; i < ids.length && ids[i + 1] === bucket; i += 2) size = Math.max(size, (ids[i] as number) + 1);
+      sizes.set(bucket, size);
     }
     const filled = new Map([...sizes].map(([bucket, size]) => [bucket, new BigInt64Array(size).fill(NO_ROW)]));
-    ids.forEach((id, i) => {
-      (filled.get(id >> BUCKET_BITS) as BigInt64Array)[Number(id & OFFSET_MASK)] = keys[i] as bigint;
-    });
-    for (const [bucket, slots] of filled) this.buckets.set(bucket, slots);
+    for (let i = 0; i < ids.length; ) {
+      const bucket = ids[i + 1] as number;
+      const slots = new Uint32Array((filled.get(bucket) as BigInt64Array).buffer);
+      for (; i < ids.length && ids[i + 1] === bucket; i += 2) {
+        const at = (ids[i] as number) * 2;
+        slots[at] = keys[i] as number;
+        slots[at + 1] = keys[i + 1] as number;
+      }
+    }
+    for (const [bucket, slots] of filled) this.buckets.set(BigInt(bucket), slots);
   }
+}
+
+/** A 64-bit column of a read as 32-bit halves, two per row, low half first (the machine's order: little-endian). */
+function halvesOf(result: Table, column: string): Uint32Array {
+  const out = new Uint32Array(result.numRows * 2);
+  let at = 0;
+  for (const chunk of result.getChild(column)?.data ?? []) {
+    const values = chunk.values as BigInt64Array | BigUint64Array;
+    out.set(new Uint32Array(values.buffer, values.byteOffset, chunk.length * 2), at);
+    at += chunk.length * 2;
+  }
+  return out;
 }
