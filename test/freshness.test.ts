@@ -105,6 +105,52 @@ describe('upkeep while writes go on', () => {
   });
 });
 
+describe('tokenizing a commit', () => {
+  test('the texts a write adds are tokenized once, for the fresh rows and the BM25 statistics alike', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'tok');
+      const search = async (query: string) =>
+        (
+          await client.request<{ data: Row[] }>(
+            'POST',
+            '/v1/hybrid_search/tok',
+            { table_name: 'notes', text_field: 'body', text_query: query, k: 100, projection: ['id'] },
+            { accept: 'application/json' },
+          )
+        ).json.data;
+      await tables.append('notes', rows(0, 30, 'apple'));
+      await upkeepPass(server, 'tok');
+      await tables.append('notes', rows(30, 5, 'apple'));
+      // A tail: the text leg scores its candidates with the statistics, which are kept from now on.
+      expect(await search('apple')).toHaveLength(35);
+      const lists: (readonly (string | null)[])[] = [];
+      await onTableHandle(server, 'tok', 'notes', async (handle) => {
+        expect(handle.fresh.usable('text')).toBe(true);
+        const text = handle.text as unknown as {
+          analyzed: (texts: readonly (string | null)[], ...rest: unknown[]) => Promise<unknown[]>;
+        };
+        const analyzed = text.analyzed.bind(handle.text);
+        text.analyzed = (texts, ...rest) => {
+          lists.push(texts);
+          return analyzed(texts, ...rest);
+        };
+        try {
+          await tables.append('notes', rows(35, 3, 'kiwi'));
+          expect(await search('kiwi')).toHaveLength(3);
+        } finally {
+          delete (text as { analyzed?: unknown }).analyzed;
+        }
+      });
+      // The rows' texts (the query's own are tokenized apart).
+      expect(lists.filter((texts) => texts.some((t) => t?.startsWith('kiwi 3')))).toHaveLength(1);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('upkeep while writes go on, its limits', () => {
   test('a write past a quarter of STRATA_MAX_UNINDEXED_ROWS starts a pass that folds, however small the cap', async () => {
     const server = await startStrata({ ...HAND_RUN, STRATA_MAX_UNINDEXED_ROWS: '40' });
