@@ -1,5 +1,6 @@
 import type { DataType, Field, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
+import { intRange } from '../../arrow/from-json.js';
 import { BadRequest, Conflict } from '../../errors.js';
 import { FreshGone, type FreshRows } from '../fresh/rows.js';
 import { chosenFor, INTEGERS, type ScalarIndex, TEXTS } from '../indexes/scalar.js';
@@ -121,21 +122,14 @@ export function keysOfBody(
   return { field, values };
 }
 
-/** A literal of the canonical predicate as the key's type reads it: a decimal integer (negative ones parenthesized), or a string without backslashes. */
+/** Literals of the canonical predicate: a decimal integer (a negative one parenthesized), a string without backslashes. */
 const INTEGER_LITERAL = /\(-\d+\)|\d+/y;
+const STRING_LITERAL = /'(?:[^'\\]|'')*'/y;
 /**
  * The one integer literal Lance refuses although its value fits an i64: it reads the digits before the minus, one
  * past the largest i64, as a float (a 400 from the predicate's read, which a key lookup must not turn into a match).
  */
 const REFUSED_INTEGER = '(-9223372036854775808)';
-const STRING_LITERAL = /'(?:[^'\\]|'')*'/y;
-
-/** The range of an integer column's values. */
-function integerRange(type: DataType): [bigint, bigint] {
-  const { bitWidth, isSigned } = type as DataType & { bitWidth: number; isSigned: boolean };
-  const width = BigInt(bitWidth);
-  return isSigned ? [-(2n ** (width - 1n)), 2n ** (width - 1n) - 1n] : [0n, 2n ** width - 1n];
-}
 
 /**
  * The key values a predicate (as `checkPredicate` writes it) names when it is exactly `key = v` or `key IN (v, …)`
@@ -152,7 +146,7 @@ export function keysNamedBy(predicate: string, field: Field): BodyKeys | undefin
   const list = rest.startsWith(' IN (');
   if (!list && !rest.startsWith(' = ')) return undefined;
   const literal = integer ? INTEGER_LITERAL : STRING_LITERAL;
-  const [low, high] = integer ? integerRange(field.type) : [0n, 0n];
+  const [low, high] = integer ? intRange(field.type) : [0n, 0n];
   const values = new Map<KeyText, KeyValue>();
   let at = list ? 5 : 3;
   for (;;) {
