@@ -6,7 +6,7 @@ import { FreshBudget } from '../src/engine/fresh/budget.js';
 import { FreshPostings } from '../src/engine/fresh/postings.js';
 import { FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
-import { bm25Scorer } from '../src/engine/text/bm25.js';
+import { bm25Scorer, highestGain } from '../src/engine/text/bm25.js';
 
 // The fresh rows a sole-writer node searches beside its indexes, without Lance: a stub tokenizer splits on
 // spaces, and the statistics are fixed (scores only order the rows here).
@@ -376,10 +376,51 @@ describe("the fresh rows' postings", () => {
             const got = postings.search(o.query, o.and ? 'AND' : 'OR', stats, o.limit, o.since);
             expect(got.keys).toEqual(kept.map((w) => w.key));
             expect(got.values).toEqual(kept.map((w) => w.value));
+            // The statistics of the rows after `since`: what an index covering all the others lacks.
+            const after = docs.filter((d) => d.version > o.since);
+            const tail = postings.statisticsAfter(o.since, o.query);
+            expect([tail.docs, tail.tokens]).toEqual([after.length, after.reduce((n, d) => n + d.tokens.length, 0)]);
+            for (const term of o.query) {
+              expect(tail.docsWith(term)).toBe(after.filter((d) => d.tokens.includes(term)).length);
+            }
           }
         }
       }),
       { numRuns: 40 },
     );
+  });
+});
+
+describe('how far a score can move with the statistics', () => {
+  test("no row scores more over the live rows than highestGain times its score over an index's", () => {
+    const word = fc.constantFrom('a', 'b', 'c', 'd', 'e');
+    const doc = fc.array(word, { minLength: 1, maxLength: 12 });
+    const statsOf = (docs: string[][]) => ({
+      docs: docs.length,
+      tokens: docs.reduce((n, d) => n + d.length, 0),
+      docsWith: (term: string) => docs.filter((d) => d.includes(term)).length,
+    });
+    fc.assert(
+      fc.property(
+        fc.array(doc, { minLength: 1, maxLength: 40 }),
+        fc.array(doc, { maxLength: 40 }),
+        fc.array(word, { minLength: 1, maxLength: 4 }),
+        (indexed, outside, query) => {
+          const index = statsOf(indexed);
+          const live = statsOf([...indexed, ...outside]);
+          const gain = highestGain(query, live, index);
+          const before = bm25Scorer<string>(query, index, (t) => t);
+          const after = bm25Scorer<string>(query, live, (t) => t);
+          for (const row of indexed) expect(after(row)).toBeLessThanOrEqual(gain * before(row) * (1 + 1e-12));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  test('is 1 when nothing moved, and Infinity over an index of no document', () => {
+    const stats = { docs: 10, tokens: 40, docsWith: (t: string) => (t === 'a' ? 3 : 0) };
+    expect(highestGain(['a', 'b'], stats, stats)).toBe(1);
+    expect(highestGain(['a'], stats, { docs: 0, tokens: 0, docsWith: () => 0 })).toBe(Number.POSITIVE_INFINITY);
   });
 });

@@ -557,6 +557,50 @@ describe('fresh rows beside the index', () => {
   });
 });
 
+describe('a text leg beside fresh rows reads as deep as its ranking needs', () => {
+  test('when the tail moves the weights far, the live best rows come from deep in the index’s ranking', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await textTable(client, 'g', 'docs');
+      const live = new Map<number, string>();
+      // The index holds 150 short rows of a rare `alpha` and 150 longer ones of `beta`: it ranks every alpha row
+      // first, in groups of one length (few ties at the edge of a read).
+      const indexed = Array.from({ length: 300 }, (_, id) => {
+        const filler = Array.from({ length: id % 6 }, (_, j) => `w${j}`).join(' ');
+        return { id, body: id < 150 ? `alpha ${filler}` : `beta w1 w2 w3 w4 w5 w6 ${filler}` };
+      });
+      // 600 rows of alpha outside the index make it common: over the live rows every beta row scores higher.
+      const tail = Array.from({ length: 600 }, (_, i) => ({ id: 1000 + i, body: `alpha w${i % 3}` }));
+      expect((await tables.append('docs', indexed)).status).toBe(200);
+      await upkeepPass(server, 'g');
+      expect((await tables.append('docs', tail)).status).toBe(200);
+      for (const row of [...indexed, ...tail]) live.set(row.id, row.body);
+      for (const k of [10, 40]) {
+        const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
+          'POST',
+          '/v1/hybrid_search/g',
+          { table_name: 'docs', text_field: 'body', text_query: 'alpha beta', k, projection: ['id'] },
+          { accept: 'application/json' },
+        );
+        expect(reply.headers.get('x-strata-fresh-rows')).toBe('600');
+        const expected = [...reference(live, 'alpha beta', false)]
+          .sort((x, y) => y[1] - x[1] || x[0] - y[0])
+          .slice(0, k);
+        expect(expected.every(([id]) => id >= 150 && id < 300)).toBe(true);
+        expect(reply.json.data.map((r) => r.id)).toEqual(expected.map(([id]) => id));
+        reply.json.data.forEach((row, i) => {
+          const want = expected[i]?.[1] ?? Number.NaN;
+          expect(Math.abs(row._bm25 - want) / want).toBeLessThan(1e-6);
+        });
+      }
+      await onHandle(server, 'g', async (handle) => expect(handle.fresh.usable('text')).toBe(true));
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('fresh rows beside the vector index', () => {
   test('vector and hybrid searches over a tail, deletes and replaces answer the exact nearest live rows, as after a fold', async () => {
     const server = await startStrata({ ...HAND_RUN, STRATA_ANN_MIN_ROWS: '256' });

@@ -41,6 +41,8 @@ export class FreshPostings {
   private scores = new Float64Array(FIRST_ROWS);
   private matched = new Int32Array(FIRST_ROWS);
   private seen = new Uint8Array(FIRST_ROWS);
+  /** Per version that wrote live rows here: how many, and their tokens (for statistics of the rows after a fold). */
+  private readonly byVersion = new Map<number, { docs: number; tokens: number }>();
 
   /** Holds `tokens` for `key`, written at `version` (the key must not be held). */
   add(key: bigint, tokens: readonly string[], version: number): void {
@@ -62,6 +64,7 @@ export class FreshPostings {
     this.versions[row] = version;
     this.termsOf.push(Int32Array.from([...counts].flat()));
     for (const [id, tf] of counts) this.post(id, row, tf);
+    if (tokens.length > 0) this.counted(version, 1, tokens.length);
   }
 
   remove(key: bigint): void {
@@ -69,6 +72,8 @@ export class FreshPostings {
     if (row === undefined) return;
     this.numbers.delete(key);
     this.keys[row] = undefined;
+    if ((this.lengths[row] as number) > 0)
+      this.counted(this.versions[row] as number, -1, -(this.lengths[row] as number));
     const terms = this.termsOf[row] ?? new Int32Array(0);
     for (let i = 0; i < terms.length; i += 2) {
       const id = terms[i] as number;
@@ -146,6 +151,40 @@ export class FreshPostings {
       seen[row] = 0;
     }
     return result;
+  }
+
+  /**
+   * BM25's statistics of the held rows written after version `since`, for the terms of `query`: what a full-text
+   * index that covers every other live row lacks of the live rows' statistics.
+   */
+  statisticsAfter(since: number, query: readonly string[]): CollectionStatistics {
+    let docs = 0;
+    let tokens = 0;
+    for (const [version, count] of this.byVersion) {
+      if (version <= since) continue;
+      docs += count.docs;
+      tokens += count.tokens;
+    }
+    const holding = new Map<string, number>();
+    for (const term of query) {
+      if (holding.has(term)) continue;
+      const posting = this.postings[this.ids.get(term) ?? -1];
+      let n = 0;
+      for (let i = 0; i < (posting?.size ?? 0); i++) {
+        const row = posting?.rows[i] as number;
+        if (this.keys[row] !== undefined && (this.versions[row] as number) > since) n++;
+      }
+      holding.set(term, n);
+    }
+    return { docs, tokens, docsWith: (term) => holding.get(term) ?? 0 };
+  }
+
+  private counted(version: number, docs: 1 | -1, tokens: number): void {
+    const count = this.byVersion.get(version) ?? { docs: 0, tokens: 0 };
+    count.docs += docs;
+    count.tokens += tokens;
+    if (count.docs === 0) this.byVersion.delete(version);
+    else this.byVersion.set(version, count);
   }
 
   private post(id: number, row: number, tf: number): void {

@@ -98,6 +98,8 @@ export class FreshRows implements BudgetedTier {
   >();
   /** The row key of each held row by its primary key value. */
   private keyed = new Map<string, bigint>();
+  /** Held rows by the version that wrote them. */
+  private byVersion = new Map<number, number>();
   private texts = new Map<string, FreshPostings>();
   private vectors = new Map<string, FreshVectors>();
   private queue: Commit[] = [];
@@ -251,6 +253,25 @@ export class FreshRows implements BudgetedTier {
     return postings.search(query, operator, stats, limit, read.since);
   }
 
+  /**
+   * BM25's statistics over `column` of the rows written after the read's fold, for the terms of `query`, when they
+   * are exactly the rows outside the index: `outside` rows in all, as the index counts them. Undefined otherwise
+   * (rows a fold covered after all are still held here, or more were committed since the count).
+   */
+  async statisticsOutside(
+    read: FreshRead,
+    column: string,
+    query: readonly string[],
+    outside: number,
+  ): Promise<CollectionStatistics | undefined> {
+    await this.drain();
+    this.check(read);
+    let held = 0;
+    for (const [version, rows] of this.byVersion) if (version > read.since) held += rows;
+    if (held !== outside) return undefined;
+    return this.texts.get(column)?.statisticsAfter(read.since, query);
+  }
+
   /** The rows written after the read's fold nearest `query` in `column`; the best `limit` and their ties. */
   async searchVector(
     read: FreshRead,
@@ -350,6 +371,7 @@ export class FreshRows implements BudgetedTier {
   private clear(): void {
     this.sweptBelow = Number.NEGATIVE_INFINITY;
     this.rows = new Map();
+    this.byVersion = new Map();
     this.keyed = new Map();
     this.batches = new Map();
     this.texts = new Map(this.indexes.fts.map((f) => [f.column, new FreshPostings()] as const));
@@ -453,6 +475,7 @@ export class FreshRows implements BudgetedTier {
       this.remove(key);
       const place = places[i];
       const primaryKey = commit.write.primaryKeys?.[i];
+      this.byVersion.set(commit.version, (this.byVersion.get(commit.version) ?? 0) + 1);
       this.rows.set(key, {
         version: commit.version,
         bytes: commit.bytes[i] ?? 0,
@@ -470,6 +493,9 @@ export class FreshRows implements BudgetedTier {
     const row = this.rows.get(key);
     if (row === undefined) return;
     this.rows.delete(key);
+    const left = (this.byVersion.get(row.version) ?? 1) - 1;
+    if (left === 0) this.byVersion.delete(row.version);
+    else this.byVersion.set(row.version, left);
     if (row.primaryKey !== undefined && this.keyed.get(row.primaryKey) === key) this.keyed.delete(row.primaryKey);
     for (const postings of this.texts.values()) postings.remove(key);
     for (const vectors of this.vectors.values()) vectors.remove(key);

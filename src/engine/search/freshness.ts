@@ -14,6 +14,8 @@ export interface Freshness {
   outside: number[];
   indexedOnly: boolean[];
   exactIndex: boolean[];
+  /** Whether the full-text indexes' statistics still count rows deleted since (`UnindexedRows.countsDeleted`). */
+  countsDeleted: boolean;
 }
 
 /**
@@ -34,5 +36,12 @@ export async function freshnessOf(
   const countsDeleted = table.unindexed.countsDeleted(unindexed);
   const exactIndex = legs.map((key) => key !== undefined && unindexed.rows.get(key) === 0 && !countsDeleted);
   const indexed = legs.map((key) => key !== undefined && unindexed.indexed.has(key));
-  return { receipt: { version, freshRows: Math.max(0, ...outside) }, indexed, outside, indexedOnly, exactIndex };
+  return {
+    receipt: { version, freshRows: Math.max(0, ...outside) },
+    indexed,
+    outside,
+    indexedOnly,
+    exactIndex,
+    countsDeleted,
+  };
 }

@@ -4,17 +4,27 @@ import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
-import { rescored, type TextScoring } from './text-scoring.js';
+import { gainOverIndex, rescored, type TextScoring } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
 // edge.
 
 /**
- * How many times deeper than a leg that reads columns a text leg reads when it scores its hits itself: a row the
- * index ranks lower can score higher over the live rows. On bench/search.ts's corpus (200k rows, 10% tail, 5% of
- * rows deleted), 50 text queries' top 10 were those of the folded table for all 50 at 2 (49 at 1).
+ * How many times deeper than a leg that reads columns a text leg reads when it scores its hits itself and cannot
+ * bound how much higher an unread hit may score (the index still counts deleted rows): a row the index ranks lower
+ * can score higher over the live rows. On bench/search.ts's corpus (200k rows, 10% tail, 5% of rows deleted), 50
+ * text queries' top 10 were those of the folded table for all 50 at 2 (49 at 1).
  */
 const RESCORED_DEPTH = 2;
+
+/**
+ * How deep, in times the first read, a text leg that can bound unread hits reads at most: past it, a query whose
+ * weights moved far from the index's ranks as the deepest read does (docs/api.md, Freshness).
+ */
+const BOUNDED_DEPTH = 8;
+
+/** Relative room for the index's scores, which Lance computes in 32-bit floats. */
+const INDEX_SCORE_SLACK = 1e-5;
 
 /**
  * Hits a text leg first reads past its window: BM25 scores tie often (same term counts, same length), and row
@@ -66,18 +76,25 @@ export interface TextAsk {
   operator: TextOperator;
   indexedOnly: boolean;
   scoring: TextScoring | undefined;
+  /**
+   * Rows outside the index when its statistics are otherwise the live rows' (it counts no row deleted since it was
+   * built); undefined when it may count some.
+   */
+  outside: number | undefined;
 }
 
 /**
  * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
- * `scoring`, the leg reads each hit's text and scores it over the live rows; it reads deeper then
- * (`RESCORED_DEPTH`), as the index's ranking is only an approximation of that one.
+ * `scoring`, the leg reads each hit's text and scores it over the live rows. It reads deeper then, as the index's
+ * ranking is only an approximation of that one: beside fresh rows that are all the index lacks, until no unread hit
+ * can score above the `ranked`-th best (`gainOverIndex`); else `RESCORED_DEPTH` times as deep.
  */
 export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
-  const { query, phrases, anyOf, field, operator, indexedOnly, scoring } = ask;
+  const { query, phrases, anyOf, field, operator, indexedOnly, scoring, outside } = ask;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
-  const indexRead = (fresh: boolean) => async (limit: number) => {
+  /** Reads `limit` hits; `lowest` takes the lowest index score read, before the hits are scored again. */
+  const indexRead = (fresh: boolean, lowest?: { score: number }) => async (limit: number) => {
     const hits = await readingFilter(() =>
       table.rows.textLeg({
         query,
@@ -92,12 +109,30 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
         indexedOnly: indexedOnly || fresh,
       }),
     );
-    return scoring === undefined ? hits : rescored(hits, scoring);
+    if (scoring === undefined) return hits;
+    if (lowest !== undefined) for (const value of hits.values) lowest.score = Math.min(lowest.score, value);
+    return rescored(hits, scoring);
   };
-  // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
-  const first = scoring === undefined ? firstTextRead(ranked, both) : RESCORED_DEPTH * firstTextRead(ranked, false);
+  const index = (fresh: FreshRead | undefined): Promise<Hits> => {
+    if (scoring === undefined)
+      return readLeg(indexRead(fresh !== undefined), 'higher', ranked, firstTextRead(ranked, both));
+    // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
+    const first = firstTextRead(ranked, false);
+    if (fresh === undefined || outside === undefined) {
+      return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
+    }
+    // Rows let go of meanwhile (FreshGone) are the fresh search's to notice: this read then goes as deep as one unbounded.
+    const beside = table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
+    const lowest = { score: Number.POSITIVE_INFINITY };
+    return readLeg(indexRead(true, lowest), 'higher', ranked, first, async (edge, limit) => {
+      const statistics = await beside;
+      if (statistics === undefined) return limit < RESCORED_DEPTH * first;
+      if (limit >= BOUNDED_DEPTH * first) return false;
+      return gainOverIndex(scoring, statistics) * lowest.score * (1 + INDEX_SCORE_SLACK) >= edge;
+    });
+  };
   return readBeside(legs, 'text', {
-    index: (fresh) => readLeg(indexRead(fresh), 'higher', ranked, first),
+    index,
     // The fresh rows' scores are BM25 over the live rows: only beside an index whose scores are rescored so too.
     // They hold no positions, nor search widened words: such a query reads the rows outside the index Lance's way.
     fresh:
@@ -127,7 +162,7 @@ export function readVectorLeg(legs: LegReads, vector: VectorLegPlan, ask: Vector
   const query = Float32Array.from(vector.query);
   return readBeside(legs, 'vector', {
     // Distances rarely tie: one row past the window shows whether they do.
-    index: (fresh) => readLeg(indexRead(fresh), 'lower', ranked, ranked + 1),
+    index: (fresh) => readLeg(indexRead(fresh !== undefined), 'lower', ranked, ranked + 1),
     // Without an index the leg scans the column exactly in any case, fresh rows included.
     fresh:
       ask.indexed && !ask.indexedOnly
@@ -158,7 +193,8 @@ async function readBeside(
   legs: LegReads,
   kind: FreshKind,
   read: {
-    index: (fresh: boolean) => Promise<Hits>;
+    /** The index's hits; `fresh`: the read of the fresh rows beside it, which it then reads alone. */
+    index: (fresh: FreshRead | undefined) => Promise<Hits>;
     /** How the fresh rows are searched; undefined where they may not stand in for what the index misses. */
     fresh: ((read: FreshRead) => Promise<{ keys: bigint[]; values: number[] }>) | undefined;
   },
@@ -166,7 +202,7 @@ async function readBeside(
   const { table, filter } = legs;
   const searchFresh = read.fresh;
   const freshRead = searchFresh !== undefined && filter === undefined ? table.fresh.begin(kind) : undefined;
-  if (searchFresh === undefined || freshRead === undefined) return read.index(false);
+  if (searchFresh === undefined || freshRead === undefined) return read.index(undefined);
   const fresh = async (): Promise<{ keys: bigint[]; values: number[] } | undefined> => {
     try {
       return await searchFresh(freshRead);
@@ -180,18 +216,18 @@ async function readBeside(
   try {
     const rewrites = table.changes.rewrites;
     // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
-    const reading = read.index(true);
+    const reading = read.index(freshRead);
     reading.catch(() => undefined);
     let found = await fresh();
-    if (found === undefined) return await read.index(false);
+    if (found === undefined) return await read.index(undefined);
     const indexed = await reading;
     // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
     // fresh rows searched before it was told (the new row): once it has told them, they are searched again.
     if (table.changes.rewroteSince(rewrites)) {
       // One still under way may have landed unanswered (a slow bucket) and be in the index read: Lance's own way.
-      if (!(await table.changes.writesEnded(REWRITE_WAIT_MS))) return await read.index(false);
+      if (!(await table.changes.writesEnded(REWRITE_WAIT_MS))) return await read.index(undefined);
       found = await fresh();
-      if (found === undefined) return await read.index(false);
+      if (found === undefined) return await read.index(undefined);
     }
     return await besideFresh(legs, indexed, found);
   } finally {
@@ -224,20 +260,23 @@ async function besideFresh(
 /**
  * Reads a leg's best `ranked` hits and every hit that ties with the last of them, so that row order decides
  * ties there and not the row source. Reads `first` hits, then twice as many while the worst hit read still ties with
- * the `ranked`-th best (an unread hit could tie too).
+ * the `ranked`-th best (an unread hit could tie too), or while `deeper` says an unread hit could pass `edge`, the
+ * `ranked`-th best value read.
  */
 async function readLeg(
   read: (limit: number) => Promise<Hits>,
   better: 'higher' | 'lower',
   ranked: number,
   first: number,
+  deeper?: (edge: number, limit: number) => Promise<boolean>,
 ): Promise<Hits> {
   for (let limit = first; ; limit *= 2) {
     const hits = await read(limit);
     const { values } = hits;
     if (hits.rows.numRows < limit) return hits;
     const sorted = values.slice().sort((a, b) => (better === 'higher' ? b - a : a - b));
-    if (sorted[ranked - 1] !== sorted[sorted.length - 1]) return hits;
+    const edge = sorted[ranked - 1] as number;
+    if (edge !== sorted[sorted.length - 1] && (deeper === undefined || !(await deeper(edge, limit)))) return hits;
   }
 }
 

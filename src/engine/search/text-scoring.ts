@@ -1,7 +1,7 @@
 import type { Table } from 'apache-arrow';
 import type { Hits, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
-import { bm25Scorer, type CollectionStatistics } from '../text/bm25.js';
+import { bm25Scorer, type CollectionStatistics, highestGain } from '../text/bm25.js';
 import { type Clause, clausesScorer } from '../text/clauses.js';
 import type { TextQuery } from './text-query.js';
 
@@ -54,6 +54,20 @@ export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> 
   const tokens = await scoring.table.text.tokensOf(texts, scoring.field);
   const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
   return { ...hits, values: tokens.map(score) };
+}
+
+/**
+ * How many times its index score a hit can score over the live rows, when the index's statistics are those of the
+ * live rows but `outside` (the rows outside it, none deleted since it was built): nothing else then tells them apart.
+ */
+export function gainOverIndex(scoring: TextScoring, outside: CollectionStatistics): number {
+  const live = scoring.stats;
+  const index: CollectionStatistics = {
+    docs: live.docs - outside.docs,
+    tokens: live.tokens - outside.tokens,
+    docsWith: (term) => live.docsWith(term) - outside.docsWith(term),
+  };
+  return highestGain(scoring.query, live, index);
 }
 
 function textColumn(rows: Table, field: string): (string | null)[] {

@@ -32,6 +32,23 @@ export const idfOf = (holding: number, docs: number): number => Math.log(1 + (do
 export const lengthNorm = (length: number, stats: CollectionStatistics): number =>
   K1 * (1 - B + (B * length * stats.docs) / stats.tokens);
 
+/**
+ * How many times higher a row's score for `query` can be under the `live` statistics than under the `index` ones,
+ * whatever its terms' frequencies and its length: each term's idf moves by its own ratio, and each term's
+ * frequency part, tf·(k1 + 1)/(tf + norm), by at most the ratio of the average lengths (norm grows with length over
+ * the average, from k1·(1 − b) at length 0). Infinity when the index statistics describe no document.
+ */
+export function highestGain(query: readonly string[], live: CollectionStatistics, index: CollectionStatistics): number {
+  if (index.docs <= 0 || index.tokens <= 0 || live.docs <= 0 || live.tokens <= 0) return Number.POSITIVE_INFINITY;
+  let idf = 0;
+  for (const term of new Set(query)) {
+    const ratio = idfOf(live.docsWith(term), live.docs) / idfOf(index.docsWith(term), index.docs);
+    idf = Math.max(idf, ratio);
+  }
+  const lengths = live.tokens / live.docs / (index.tokens / index.docs);
+  return idf * Math.max(1, lengths);
+}
+
 /** What one query term adds to a row's score: its idf, its frequency in the row, and the row's `lengthNorm`. */
 export const termScore = (idf: number, tf: number, norm: number): number => idf * ((tf * (K1 + 1)) / (tf + norm));
 
