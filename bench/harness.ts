@@ -20,6 +20,8 @@ export interface Server {
   post(path: string, body: Uint8Array | string | undefined, headers?: Record<string, string>): Promise<Buffer>;
   /** GET, through the same connection pool as `post`. */
   get(path: string): Promise<Buffer>;
+  /** Pauses or resumes index upkeep on the running node (its admin route), answered once passes under way ended. */
+  pauseUpkeep(paused: boolean): Promise<void>;
   rssMb(): Promise<number>;
   /** Resident memory of the server's child processes (its upkeep process), in MB; 0 when none runs. */
   childrenRssMb(): number;
@@ -37,11 +39,12 @@ export async function startServer(
 ): Promise<Server> {
   if (options.build ?? true) execFileSync('npx', ['tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
   const secret = options.secret ?? `sk_${randomBytes(32).toString('base64url')}`;
+  const adminKey = `admin_${randomBytes(32).toString('base64url')}`;
   const port = 18000 + Math.floor(Math.random() * 1000);
   const child: ChildProcess = spawn(
     process.execPath,
     [...NODE_ARGS, 'dist/cli.js', 'serve', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'],
-    { env: { ...process.env, ...env, STRATA_BOOTSTRAP_KEY: secret }, stdio: 'inherit' },
+    { env: { ...process.env, ...env, STRATA_BOOTSTRAP_KEY: secret, STRATA_ADMIN_KEY: adminKey }, stdio: 'inherit' },
   );
   // A benchmark that dies must not leave its server behind.
   const reap = () => child.kill('SIGKILL');
@@ -77,6 +80,12 @@ export async function startServer(
     secret,
     post: (path, body, headers = JSON_BODY) => send('POST', path, body, headers),
     get: (path) => send('GET', path, undefined, {}),
+    async pauseUpkeep(paused) {
+      await send('PUT', '/v1/admin/upkeep', JSON.stringify({ paused }), {
+        ...JSON_BODY,
+        authorization: `Bearer ${adminKey}`,
+      });
+    },
     async rssMb() {
       const metrics = await (await fetch(`${url}/metrics`)).text();
       return Math.round(Number(/^process_resident_memory_bytes (\S+)$/m.exec(metrics)?.[1] ?? 0) / 2 ** 20);
