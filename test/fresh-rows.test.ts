@@ -418,9 +418,21 @@ describe('how far a score can move with the statistics', () => {
     );
   });
 
-  test('is 1 when nothing moved, and Infinity over an index of no document', () => {
+  test('is 1 when nothing moved, and Infinity over an index of no document or counts no two sets of rows give', () => {
     const stats = { docs: 10, tokens: 40, docsWith: (t: string) => (t === 'a' ? 3 : 0) };
     expect(highestGain(['a', 'b'], stats, stats)).toBe(1);
     expect(highestGain(['a'], stats, { docs: 0, tokens: 0, docsWith: () => 0 })).toBe(Number.POSITIVE_INFINITY);
+    // Live statistics that lag the tier's (a commit counted in one and not yet the other): a term in -1 rows.
+    const postings = new FreshPostings();
+    postings.add(1n, ['alpha', 'zebra'], 5);
+    const tier = postings.statisticsAfter(0, ['alpha', 'zebra']);
+    const live = { docs: 100, tokens: 300, docsWith: (t: string) => (t === 'alpha' ? 50 : 0) };
+    const index = {
+      docs: live.docs - tier.docs,
+      tokens: live.tokens - tier.tokens,
+      docsWith: (t: string) => live.docsWith(t) - tier.docsWith(t),
+    };
+    expect(highestGain(['alpha', 'zebra'], live, index)).toBe(Number.POSITIVE_INFINITY);
+    expect(highestGain(['a'], stats, { docs: 2, tokens: 8, docsWith: () => 3 })).toBe(Number.POSITIVE_INFINITY);
   });
 });

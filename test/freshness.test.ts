@@ -599,6 +599,46 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
       await server.close();
     }
   });
+
+  test('a write landing during the search sends it the unbounded way, not a shallower one', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await textTable(client, 'r', 'docs');
+      const indexed = Array.from({ length: 260 }, (_, id) => {
+        const filler = Array.from({ length: id % 6 }, (_, j) => `w${j}`).join(' ');
+        return { id, body: id < 60 ? `alpha ${filler}` : `beta w1 w2 w3 w4 w5 w6 ${filler}` };
+      });
+      const tail = Array.from({ length: 600 }, (_, i) => ({ id: 1000 + i, body: `alpha w${i % 3}` }));
+      expect((await tables.append('docs', indexed)).status).toBe(200);
+      await upkeepPass(server, 'r');
+      expect((await tables.append('docs', tail)).status).toBe(200);
+      // A replace of a held row lands after the search took its statistics and before it reads the tier's: by count
+      // the tier still holds the rows outside the index, and a term of the new text is one the statistics lack.
+      await onHandle(server, 'r', async (handle) => {
+        const original = handle.fresh.statisticsOutside.bind(handle.fresh);
+        let once = true;
+        handle.fresh.statisticsOutside = async (...args: Parameters<typeof original>) => {
+          if (once) {
+            once = false;
+            expect((await tables.update('docs', 'id = 1000', [{ id: 1000, body: 'alpha zebra' }])).status).toBe(200);
+          }
+          return original(...args);
+        };
+      });
+      const reply = await client.request<{ data: { id: number }[] }>(
+        'POST',
+        '/v1/hybrid_search/r',
+        { table_name: 'docs', text_field: 'body', text_query: 'alpha beta zebra', k: 10, projection: ['id'] },
+        { accept: 'application/json' },
+      );
+      const others = reply.json.data.map((r) => r.id).filter((id) => id !== 1000);
+      expect(reply.json.data).toHaveLength(10);
+      expect(others.every((id) => id >= 60 && id < 260)).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
 });
 
 describe('fresh rows beside the vector index', () => {

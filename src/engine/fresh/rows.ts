@@ -255,20 +255,21 @@ export class FreshRows implements BudgetedTier {
 
   /**
    * BM25's statistics over `column` of the rows written after the read's fold, for the terms of `query`, when they
-   * are exactly the rows outside the index: `outside` rows in all, as the index counts them. Undefined otherwise
-   * (rows a fold covered after all are still held here, or more were committed since the count).
+   * are exactly the rows outside the index at the search's version: as many as the index counts there (`at`), and no commit of this node's since (whose rows the live statistics may count or not). Undefined otherwise
+   * (rows a fold covered after all are still held here, or a write committed meanwhile).
    */
   async statisticsOutside(
     read: FreshRead,
     column: string,
     query: readonly string[],
-    outside: number,
+    at: { version: number; rows: number },
   ): Promise<CollectionStatistics | undefined> {
     await this.drain();
     this.check(read);
+    if (this.lastVersion > at.version) return undefined;
     let held = 0;
     for (const [version, rows] of this.byVersion) if (version > read.since) held += rows;
-    if (held !== outside) return undefined;
+    if (held !== at.rows) return undefined;
     return this.texts.get(column)?.statisticsAfter(read.since, query);
   }
 

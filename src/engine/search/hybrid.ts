@@ -61,7 +61,9 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
         const scoring =
           exact || indexedOnly ? undefined : await textScoring(table, receipt.version, field, query, operator);
         const { words, anyOf } = query;
-        const outside = freshness.countsDeleted ? undefined : (freshness.outside[i] ?? 0);
+        const outside = freshness.countsDeleted
+          ? undefined
+          : { version: receipt.version, rows: freshness.outside[i] ?? 0 };
         const ask: TextAsk = {
           query: words,
           phrases: query.phrases,

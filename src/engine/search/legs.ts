@@ -11,15 +11,16 @@ import { gainOverIndex, rescored, type TextScoring } from './text-scoring.js';
 
 /**
  * How many times deeper than a leg that reads columns a text leg reads when it scores its hits itself and cannot
- * bound how much higher an unread hit may score (the index still counts deleted rows): a row the index ranks lower
- * can score higher over the live rows. On bench/search.ts's corpus (200k rows, 10% tail, 5% of rows deleted), 50
- * text queries' top 10 were those of the folded table for all 50 at 2 (49 at 1).
+ * bound how much higher an unread hit may score (the index may count deleted rows, or the rows outside it are not
+ * all in this node's fresh tier): a row the index ranks lower can score higher over the live rows. On
+ * bench/search.ts's corpus (200k rows, 10% tail, 5% of rows deleted), 50 text queries' top 10 were those of the
+ * folded table for all 50 at 2 (49 at 1).
  */
 const RESCORED_DEPTH = 2;
 
 /**
- * How deep, in times the first read, a text leg that can bound unread hits reads at most: past it, a query whose
- * weights moved far from the index's ranks as the deepest read does (docs/api.md, Freshness).
+ * How deep, in times its first read, a text leg that can bound unread hits reads at most, so that one query cannot
+ * read the text of every row it matches; a row its index ranks deeper than that is missed (docs/api.md, Freshness).
  */
 const BOUNDED_DEPTH = 8;
 
@@ -77,10 +78,10 @@ export interface TextAsk {
   indexedOnly: boolean;
   scoring: TextScoring | undefined;
   /**
-   * Rows outside the index when its statistics are otherwise the live rows' (it counts no row deleted since it was
-   * built); undefined when it may count some.
+   * The search's version and the rows outside the index there, when the index's statistics are otherwise the live
+   * rows' (it counts no row deleted since it was built); undefined when it may count some.
    */
-  outside: number | undefined;
+  outside: { version: number; rows: number } | undefined;
 }
 
 /**
@@ -93,8 +94,8 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
   const { query, phrases, anyOf, field, operator, indexedOnly, scoring, outside } = ask;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
-  /** Reads `limit` hits; `lowest` takes the lowest index score read, before the hits are scored again. */
-  const indexRead = (fresh: boolean, lowest?: { score: number }) => async (limit: number) => {
+  /** Reads `limit` hits, scored again when the leg scores them, with the lowest score the index gave them. */
+  const indexRead = (fresh: boolean) => async (limit: number) => {
     const hits = await readingFilter(() =>
       table.rows.textLeg({
         query,
@@ -109,27 +110,31 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
         indexedOnly: indexedOnly || fresh,
       }),
     );
-    if (scoring === undefined) return hits;
-    if (lowest !== undefined) for (const value of hits.values) lowest.score = Math.min(lowest.score, value);
-    return rescored(hits, scoring);
+    let lowest = Number.POSITIVE_INFINITY;
+    for (const value of hits.values) lowest = Math.min(lowest, value);
+    return { ...(scoring === undefined ? hits : await rescored(hits, scoring)), lowest };
   };
-  const index = (fresh: FreshRead | undefined): Promise<Hits> => {
-    if (scoring === undefined)
+  const index = async (fresh: FreshRead | undefined): Promise<Hits> => {
+    if (scoring === undefined) {
       return readLeg(indexRead(fresh !== undefined), 'higher', ranked, firstTextRead(ranked, both));
+    }
     // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
     const first = firstTextRead(ranked, false);
-    if (fresh === undefined || outside === undefined) {
-      return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
-    }
-    // Rows let go of meanwhile (FreshGone) are the fresh search's to notice: this read then goes as deep as one unbounded.
-    const beside = table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
-    const lowest = { score: Number.POSITIVE_INFINITY };
-    return readLeg(indexRead(true, lowest), 'higher', ranked, first, async (edge, limit) => {
-      const statistics = await beside;
-      if (statistics === undefined) return limit < RESCORED_DEPTH * first;
-      if (limit >= BOUNDED_DEPTH * first) return false;
-      return gainOverIndex(scoring, statistics) * lowest.score * (1 + INDEX_SCORE_SLACK) >= edge;
-    });
+    // Rows let go of meanwhile (FreshGone) are the fresh search's to notice: this read is then unbounded.
+    const beside =
+      fresh === undefined || outside === undefined
+        ? undefined
+        : await table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
+    if (beside === undefined) return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
+    const gain = gainOverIndex(scoring, beside);
+    // An unread hit scores at most `gain` times the lowest index score read; a gain that is no number reads on.
+    return readLeg(
+      indexRead(true),
+      'higher',
+      ranked,
+      first,
+      (edge, limit, hits) => limit < BOUNDED_DEPTH * first && !(gain * hits.lowest * (1 + INDEX_SCORE_SLACK) < edge),
+    );
   };
   return readBeside(legs, 'text', {
     index,
@@ -263,20 +268,20 @@ async function besideFresh(
  * the `ranked`-th best (an unread hit could tie too), or while `deeper` says an unread hit could pass `edge`, the
  * `ranked`-th best value read.
  */
-async function readLeg(
-  read: (limit: number) => Promise<Hits>,
+async function readLeg<H extends Hits>(
+  read: (limit: number) => Promise<H>,
   better: 'higher' | 'lower',
   ranked: number,
   first: number,
-  deeper?: (edge: number, limit: number) => Promise<boolean>,
-): Promise<Hits> {
+  deeper?: (edge: number, limit: number, hits: H) => boolean,
+): Promise<H> {
   for (let limit = first; ; limit *= 2) {
     const hits = await read(limit);
     const { values } = hits;
     if (hits.rows.numRows < limit) return hits;
     const sorted = values.slice().sort((a, b) => (better === 'higher' ? b - a : a - b));
     const edge = sorted[ranked - 1] as number;
-    if (edge !== sorted[sorted.length - 1] && (deeper === undefined || !(await deeper(edge, limit)))) return hits;
+    if (edge !== sorted[sorted.length - 1] && (deeper === undefined || !deeper(edge, limit, hits))) return hits;
   }
 }
 

@@ -36,17 +36,23 @@ export const lengthNorm = (length: number, stats: CollectionStatistics): number 
  * How many times higher a row's score for `query` can be under the `live` statistics than under the `index` ones,
  * whatever its terms' frequencies and its length: each term's idf moves by its own ratio, and each term's
  * frequency part, tf·(k1 + 1)/(tf + norm), by at most the ratio of the average lengths (norm grows with length over
- * the average, from k1·(1 − b) at length 0). Infinity when the index statistics describe no document.
+ * the average, from k1·(1 − b) at length 0). Infinity where the statistics cannot be those of two sets of rows
+ * (the index's describe no document, or a term in fewer than none or more than all of them).
  */
 export function highestGain(query: readonly string[], live: CollectionStatistics, index: CollectionStatistics): number {
+  const possible = (stats: CollectionStatistics, term: string) => {
+    const n = stats.docsWith(term);
+    return n >= 0 && n <= stats.docs;
+  };
   if (index.docs <= 0 || index.tokens <= 0 || live.docs <= 0 || live.tokens <= 0) return Number.POSITIVE_INFINITY;
   let idf = 0;
   for (const term of new Set(query)) {
+    if (!possible(live, term) || !possible(index, term)) return Number.POSITIVE_INFINITY;
     const ratio = idfOf(live.docsWith(term), live.docs) / idfOf(index.docsWith(term), index.docs);
     idf = Math.max(idf, ratio);
   }
-  const lengths = live.tokens / live.docs / (index.tokens / index.docs);
-  return idf * Math.max(1, lengths);
+  const gain = idf * Math.max(1, live.tokens / live.docs / (index.tokens / index.docs));
+  return Number.isFinite(gain) ? gain : Number.POSITIVE_INFINITY;
 }
 
 /** What one query term adds to a row's score: its idf, its frequency in the row, and the row's `lengthNorm`. */
