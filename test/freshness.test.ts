@@ -600,6 +600,62 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
     }
   });
 
+  test('so does the text leg of a hybrid search, past twice its first read', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 'h');
+      const live = new Map<number, string>();
+      // As above, with 500 rows of alpha (rarer than beta in the index) that it ranks first: deeper than twice a
+      // hybrid window's first read.
+      const indexed = Array.from({ length: 1100 }, (_, id) => {
+        const filler = Array.from({ length: id % 6 }, (_, j) => `w${j}`).join(' ');
+        const body = id < 500 ? `alpha ${filler}` : `beta w1 w2 w3 w4 w5 w6 ${filler}`;
+        return { id, body, emb: [id, 1, 0, 0] };
+      });
+      const tail = Array.from({ length: 1500 }, (_, i) => ({
+        id: 2000 + i,
+        body: `alpha w${i % 3}`,
+        emb: [i, 2, 0, 0],
+      }));
+      expect((await tables.append('notes', indexed)).status).toBe(200);
+      await upkeepPass(server, 'h');
+      expect((await tables.append('notes', tail)).status).toBe(200);
+      for (const row of [...indexed, ...tail]) live.set(row.id, row.body);
+      const ranked = [...reference(live, 'alpha beta', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+      const rankOf = new Map(ranked.map(([id, score], i) => [id, { rank: i + 1, score }]));
+      const reply = await client.request<{
+        data: { id: number; _explain: { text: { rank: number | null; score: number | null } | null } }[];
+      }>(
+        'POST',
+        '/v1/hybrid_search/h',
+        {
+          table_name: 'notes',
+          text_field: 'body',
+          text_query: 'alpha beta',
+          vector_field: 'emb',
+          vector_query: [0, 0, 0, 1],
+          k: 20,
+          projection: ['id'],
+          explain: true,
+        },
+        { accept: 'application/json' },
+      );
+      const byText = reply.json.data.filter((row) => row._explain.text?.rank != null);
+
+      expect(byText.length).toBeGreaterThan(5);
+      for (const row of byText) {
+        const want = rankOf.get(row.id);
+        expect([row.id, row._explain.text?.rank]).toEqual([row.id, want?.rank]);
+        expect(Math.abs((row._explain.text?.score ?? 0) - (want?.score ?? 0)) / (want?.score ?? 1)).toBeLessThan(1e-6);
+      }
+      // The live best rows are the beta ones, which the index ranks after every alpha row.
+      expect(byText.some((row) => row.id >= 500 && row.id < 1100)).toBe(true);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('a write landing during the search sends it the unbounded way, not a shallower one', async () => {
     const server = await startStrata(HAND_RUN);
     try {

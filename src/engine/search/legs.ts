@@ -19,10 +19,12 @@ import { gainOverIndex, rescored, type TextScoring } from './text-scoring.js';
 const RESCORED_DEPTH = 2;
 
 /**
- * How deep, in times its first read, a text leg that can bound unread hits reads at most, so that one query cannot
- * read the text of every row it matches; a row its index ranks deeper than that is missed (docs/api.md, Freshness).
+ * How deep a text leg that can bound unread hits reads at most: `BOUNDED_DEPTH` times its first read, and at least
+ * `BOUNDED_READ` hits, so that one query cannot read the text of every row it matches; a row its index ranks
+ * deeper than that is missed (docs/api.md, Freshness).
  */
 const BOUNDED_DEPTH = 8;
+const BOUNDED_READ = 1024;
 
 /** Relative room for the index's scores, which Lance computes in 32-bit floats. */
 const INDEX_SCORE_SLACK = 1e-5;
@@ -86,7 +88,7 @@ export interface TextAsk {
 
 /**
  * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
- * `scoring`, the leg reads each hit's text and scores it over the live rows. It reads deeper then, as the index's
+ * `scoring`, the leg scores its hits over the live rows from their texts. It reads deeper then, as the index's
  * ranking is only an approximation of that one: beside fresh rows that are all the index lacks, until no unread hit
  * can score above the `ranked`-th best (`gainOverIndex`); else `RESCORED_DEPTH` times as deep.
  */
@@ -120,20 +122,23 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
     }
     // Scoring reads each hit's text, which costs as a take of columns does: as deep as a leg that reads columns.
     const first = firstTextRead(ranked, false);
+    const deepest = Math.max(BOUNDED_DEPTH * first, BOUNDED_READ);
     // Rows let go of meanwhile (FreshGone) are the fresh search's to notice: this read is then unbounded.
     const beside =
       fresh === undefined || outside === undefined
         ? undefined
         : await table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
-    if (beside === undefined) return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
-    const gain = gainOverIndex(scoring, beside);
-    // An unread hit scores at most `gain` times the lowest index score read; a gain that is no number reads on.
+    const gain = beside === undefined ? Number.POSITIVE_INFINITY : gainOverIndex(scoring, beside);
+    if (!Number.isFinite(gain)) {
+      return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
+    }
+    // An unread hit scores at most `gain` times the lowest index score read.
     return readLeg(
       indexRead(true),
       'higher',
       ranked,
       first,
-      (edge, limit, hits) => limit < BOUNDED_DEPTH * first && !(gain * hits.lowest * (1 + INDEX_SCORE_SLACK) < edge),
+      (edge, limit, hits) => limit < deepest && !(gain * hits.lowest * (1 + INDEX_SCORE_SLACK) < edge),
     );
   };
   return readBeside(legs, 'text', {
