@@ -280,6 +280,28 @@ describe('upsert', () => {
     expect(rows.filter((r) => r.body === 'again')).toHaveLength(some.length + 5);
   });
 
+  test('a body of a thousand rows or more, which Lance merges by a join over every key, lands the same way', async () => {
+    const name = await keyedTable();
+    const first = Array.from({ length: 2000 }, (_, i) => ({ id: i, body: 'first' }));
+    expect((await tables.append(name, first)).status).toBe(200);
+    await upkeepPass(server, 'pk');
+    // Held keys spread over the table and new ones, with a one-row upsert's fragment outside the index between.
+    expect((await tables.upsert(name, [{ id: 1, body: 'one' }])).json).toEqual({ inserted: 0, updated: 1 });
+    const body = Array.from({ length: 1500 }, (_, i) => ({ id: i < 1000 ? i * 2 : 5000 + i, body: 'second' }));
+    expect((await tables.upsert(name, body)).json).toEqual({ inserted: 500, updated: 1000 });
+    const rows = await stored(name);
+    expect(rows).toHaveLength(2500);
+    expect(new Set(rows.map((r) => r.id)).size).toBe(2500);
+    const bodyOf = new Map(rows.map((r) => [r.id, r.body]));
+    expect([bodyOf.get(0), bodyOf.get(1), bodyOf.get(3), bodyOf.get(1998), bodyOf.get(6499)]).toEqual([
+      'second',
+      'one',
+      'first',
+      'second',
+      'second',
+    ]);
+  });
+
   test('concurrent upserts of the same keys leave one row per key', async () => {
     const name = await keyedTable();
     const writes = Array.from({ length: 6 }, (_, w) =>

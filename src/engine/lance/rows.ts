@@ -43,6 +43,13 @@ import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
 /** How often a table missing an ANN index looks whether another node's upkeep built it since. */
 const ANN_RECHECK_MS = 1000;
 
+/**
+ * Rows a merge on the row key takes past which Lance joins it with every row's key rather than looking each key up
+ * in the key's BTREE: faster from about a thousand rows at 1M, and more so once merges leave fragments the index
+ * does not cover (docs/performance.md, Primary keys and upsert).
+ */
+const MERGE_BY_JOIN_ROWS = 1000;
+
 /** Tries to close a handle again this long after a read still borrowing it refused the close. */
 const CLOSE_RETRY_MS = 1000;
 
@@ -188,9 +195,13 @@ export class LanceRows extends LanceReads implements RowSource {
     batches: RecordBatch[],
     insertMissing = false,
   ): Promise<{ version: number; replaced: number; inserted: number }> {
+    const rows = new arrow.Table(batches);
     const merged = await committing(() => {
-      const merge = this.lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll();
-      return (insertMissing ? merge.whenNotMatchedInsertAll() : merge).execute(new arrow.Table(batches));
+      const merge = this.lance
+        .mergeInsert(ROW_KEY)
+        .whenMatchedUpdateAll()
+        .useIndex(rows.numRows < MERGE_BY_JOIN_ROWS);
+      return (insertMissing ? merge.whenNotMatchedInsertAll() : merge).execute(rows);
     });
     return { version: merged.version, replaced: merged.numUpdatedRows, inserted: merged.numInsertedRows };
   }
