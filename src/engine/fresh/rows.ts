@@ -255,8 +255,9 @@ export class FreshRows implements BudgetedTier {
 
   /**
    * BM25's statistics over `column` of the rows written after the read's fold, for the terms of `query`, when they
-   * are exactly the rows outside the index at the search's version: as many as the index counts there (`at`), and no commit of this node's since (whose rows the live statistics may count or not). Undefined otherwise
-   * (rows a fold covered after all are still held here, or a write committed meanwhile).
+   * are exactly the rows outside the index at the search's version: as many as the index counts there (`at`), and
+   * no commit of this node's since (whose rows the live statistics may count or not). Undefined otherwise (rows a
+   * fold covered after all are still held here, or a write committed meanwhile).
    */
   async statisticsOutside(
     read: FreshRead,
