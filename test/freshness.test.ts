@@ -656,6 +656,44 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
     }
   });
 
+  test('a hybrid text leg whose hits tie past its first read ranks every tied row, in row order', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await notesTable(client, 't');
+      // 300 indexed rows and 20 fresh ones with one text: every hit ties, past the first read of 132.
+      const indexed = Array.from({ length: 300 }, (_, id) => ({ id, body: 'alpha w1', emb: [id, 1, 0, 0] }));
+      const tail = Array.from({ length: 20 }, (_, i) => ({ id: 1000 + i, body: 'alpha w1', emb: [i, 2, 0, 0] }));
+      const other = Array.from({ length: 50 }, (_, i) => ({ id: 2000 + i, body: 'beta w2', emb: [i, 3, 0, 0] }));
+      expect((await tables.append('notes', [...indexed, ...other])).status).toBe(200);
+      await upkeepPass(server, 't');
+      expect((await tables.append('notes', tail)).status).toBe(200);
+      const reply = await client.request<{
+        data: { id: number; _explain: { text: { rank: number | null } | null } }[];
+      }>(
+        'POST',
+        '/v1/hybrid_search/t',
+        {
+          table_name: 'notes',
+          text_field: 'body',
+          text_query: 'alpha',
+          vector_field: 'emb',
+          vector_query: [0, 0, 0, 1],
+          k: 100,
+          projection: ['id'],
+          explain: true,
+        },
+        { accept: 'application/json' },
+      );
+      const byText = reply.json.data.filter((row) => row._explain.text?.rank != null);
+      expect(byText.length).toBeGreaterThan(50);
+      // The window (200 for k = 100) holds the first 200 tied rows in row order, each ranked by it.
+      for (const row of byText) expect(row._explain.text?.rank).toBe(row.id + 1);
+    } finally {
+      await server.close();
+    }
+  });
+
   test('a write landing during the search sends it the unbounded way, not a shallower one', async () => {
     const server = await startStrata(HAND_RUN);
     try {

@@ -1,10 +1,11 @@
 import { FreshGone, type FreshKind, type FreshRead } from '../fresh/rows.js';
 import { readingPredicate } from '../predicate/predicate.js';
-import type { Hits, TextOperator } from '../rows/source.js';
+import type { Hits, RowId, TextOperator } from '../rows/source.js';
+import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
-import { gainOverIndex, rescored, type TextScoring } from './text-scoring.js';
+import { gainOverIndex, liveScores, rescored, type TextScoring } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
 // edge.
@@ -96,9 +97,8 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
   const { query, phrases, anyOf, field, operator, indexedOnly, scoring, outside } = ask;
   const columns = scoring === undefined || carried.includes(field) ? carried : [...carried, field];
-  /** Reads `limit` hits, scored again when the leg scores them, with the lowest score the index gave them. */
-  const indexRead = (fresh: boolean) => async (limit: number) => {
-    const hits = await readingFilter(() =>
+  const read = (fresh: boolean, limit: number, selected: readonly string[]) =>
+    readingFilter(() =>
       table.rows.textLeg({
         query,
         phrases,
@@ -107,11 +107,14 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
         operator,
         filter,
         limit,
-        columns,
+        columns: selected,
         ids: both,
         indexedOnly: indexedOnly || fresh,
       }),
     );
+  /** Reads `limit` hits, scored again when the leg scores them, with the lowest score the index gave them. */
+  const indexRead = (fresh: boolean) => async (limit: number) => {
+    const hits = await read(fresh, limit, columns);
     let lowest = Number.POSITIVE_INFINITY;
     for (const value of hits.values) lowest = Math.min(lowest, value);
     return { ...(scoring === undefined ? hits : await rescored(hits, scoring)), lowest };
@@ -132,13 +135,19 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
     if (!Number.isFinite(gain)) {
       return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
     }
-    // An unread hit scores at most `gain` times the lowest index score read.
+    // An unread hit scores at most `gain` times its index score: one scoring less cannot reach the edge.
+    const reaches = (edge: number, indexScore: number) => !(gain * indexScore * (1 + INDEX_SCORE_SLACK) < edge);
+    if (both) {
+      const idsRead = (limit: number) => read(true, limit, []);
+      const scored = (ids: readonly RowId[]) => liveScoresOf(table, scoring, ids);
+      return readPastEdge(await indexRead(true)(first), first, idsRead, scored, reaches, ranked, deepest);
+    }
     return readLeg(
       indexRead(true),
       'higher',
       ranked,
       first,
-      (edge, limit, hits) => limit < deepest && !(gain * hits.lowest * (1 + INDEX_SCORE_SLACK) < edge),
+      (edge, limit, hits) => limit < deepest && reaches(edge, hits.lowest),
     );
   };
   return readBeside(legs, 'text', {
@@ -150,6 +159,61 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
         ? undefined
         : (read) => table.fresh.searchText(read, field, scoring.query, operator, scoring.stats, ranked),
   });
+}
+
+/**
+ * A bounded text leg's hits when both legs run: its first read, scored from the texts read with it, and, where some
+ * hit past it could reach that read's edge (the `ranked`-th best) or tie with it, the hits past it that can: found
+ * by row id and index score alone (`idsRead`, twice as deep each time while its last hit still can), and only their
+ * texts read (`scored`). A second read with the texts of every hit cost as much as the first; most such hits are the
+ * few tied with the edge. The first read's rows stand for all: when both legs run, hits are known by id.
+ */
+async function readPastEdge(
+  read: Hits & { lowest: number },
+  limit: number,
+  idsRead: (limit: number) => Promise<Hits>,
+  scored: (ids: readonly RowId[]) => Promise<{ ids: RowId[]; values: number[] }>,
+  reaches: (edge: number, indexScore: number) => boolean,
+  ranked: number,
+  deepest: number,
+): Promise<Hits> {
+  if (read.rows.numRows < limit) return read;
+  const sorted = read.values.slice().sort((a, b) => b - a);
+  const edge = sorted[ranked - 1] as number;
+  if (edge !== sorted[sorted.length - 1] && !reaches(edge, read.lowest)) return read;
+  const known = new Set(read.ids);
+  for (let depth = 2 * limit; ; depth *= 2) {
+    const more = await idsRead(depth);
+    const lowest = Math.min(...more.values);
+    if (more.rows.numRows === depth && depth < deepest && reaches(edge, lowest)) continue;
+    const past = more.ids.filter((id, i) => !known.has(id) && reaches(edge, more.values[i] as number));
+    const found = await scored(past);
+    return { ...read, ids: [...read.ids, ...found.ids], values: [...read.values, ...found.values] };
+  }
+}
+
+/** The live BM25 scores of the rows of `ids` (those not deleted since), from their texts read by id. */
+async function liveScoresOf(
+  table: TableHandle,
+  scoring: TextScoring,
+  ids: readonly RowId[],
+): Promise<{ ids: RowId[]; values: number[] }> {
+  if (ids.length === 0) return { ids: [], values: [] };
+  const keys = await table.rows.keysOf(ids);
+  const idOf = new Map<bigint, RowId>();
+  keys.forEach((key, i) => {
+    if (key !== undefined) idOf.set(key, ids[i] as RowId);
+  });
+  const found: RowId[] = [];
+  const texts: (string | null)[] = [];
+  for (const rows of await table.rows.rowsByKey([...idOf.keys()], [ROW_KEY, scoring.field], idOf)) {
+    const column = rows.getChild(scoring.field);
+    keysOf(rows).forEach((key, i) => {
+      found.push(idOf.get(key) as RowId);
+      texts.push((column?.get(i) as string | null | undefined) ?? null);
+    });
+  }
+  return { ids: found, values: await liveScores(texts, scoring) };
 }
 
 /** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */

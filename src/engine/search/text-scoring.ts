@@ -46,14 +46,17 @@ export async function textScoring(
 
 /** The hits with their scores replaced by BM25 over the live rows, from the texts the leg read with them. */
 export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> {
-  const texts = textColumn(hits.rows, scoring.field);
+  return { ...hits, values: await liveScores(textColumn(hits.rows, scoring.field), scoring) };
+}
+
+/** Each text's BM25 score over the live rows. */
+export async function liveScores(texts: readonly (string | null)[], scoring: TextScoring): Promise<number[]> {
   if (scoring.clauses !== undefined) {
     const rows = await scoring.table.text.positionedTokensOf(texts, scoring.field);
-    return { ...hits, values: rows.map(clausesScorer(scoring.clauses, scoring.operator, scoring.stats)) };
+    return rows.map(clausesScorer(scoring.clauses, scoring.operator, scoring.stats));
   }
   const tokens = await scoring.table.text.tokensOf(texts, scoring.field);
-  const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
-  return { ...hits, values: tokens.map(score) };
+  return tokens.map(bm25Scorer(scoring.query, scoring.stats, (term) => term));
 }
 
 /**
