@@ -1,11 +1,10 @@
 import { FreshGone, type FreshKind, type FreshRead } from '../fresh/rows.js';
 import { readingPredicate } from '../predicate/predicate.js';
 import type { Hits, RowId, TextOperator } from '../rows/source.js';
-import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
-import { gainOverIndex, liveScores, rescored, type TextScoring } from './text-scoring.js';
+import { gainOverIndex, rescored, scoredByIds, type TextScoring } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
 // edge.
@@ -91,7 +90,8 @@ export interface TextAsk {
  * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
  * `scoring`, the leg scores its hits over the live rows from their texts. It reads deeper then, as the index's
  * ranking is only an approximation of that one: beside fresh rows that are all the index lacks, until no unread hit
- * can score above the `ranked`-th best (`gainOverIndex`); else `RESCORED_DEPTH` times as deep.
+ * can score above the `ranked`-th best (`gainOverIndex`; past its first read, a hybrid leg finds such hits by id,
+ * `readPastEdge`); else `RESCORED_DEPTH` times as deep.
  */
 export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
@@ -139,7 +139,7 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
     const reaches = (edge: number, indexScore: number) => !(gain * indexScore * (1 + INDEX_SCORE_SLACK) < edge);
     if (both) {
       const idsRead = (limit: number) => read(true, limit, []);
-      const scored = (ids: readonly RowId[]) => liveScoresOf(table, scoring, ids);
+      const scored = (ids: readonly RowId[]) => scoredByIds(ids, scoring);
       return readPastEdge(await indexRead(true)(first), first, idsRead, scored, reaches, ranked, deepest);
     }
     return readLeg(
@@ -190,30 +190,6 @@ async function readPastEdge(
     const found = await scored(past);
     return { ...read, ids: [...read.ids, ...found.ids], values: [...read.values, ...found.values] };
   }
-}
-
-/** The live BM25 scores of the rows of `ids` (those not deleted since), from their texts read by id. */
-async function liveScoresOf(
-  table: TableHandle,
-  scoring: TextScoring,
-  ids: readonly RowId[],
-): Promise<{ ids: RowId[]; values: number[] }> {
-  if (ids.length === 0) return { ids: [], values: [] };
-  const keys = await table.rows.keysOf(ids);
-  const idOf = new Map<bigint, RowId>();
-  keys.forEach((key, i) => {
-    if (key !== undefined) idOf.set(key, ids[i] as RowId);
-  });
-  const found: RowId[] = [];
-  const texts: (string | null)[] = [];
-  for (const rows of await table.rows.rowsByKey([...idOf.keys()], [ROW_KEY, scoring.field], idOf)) {
-    const column = rows.getChild(scoring.field);
-    keysOf(rows).forEach((key, i) => {
-      found.push(idOf.get(key) as RowId);
-      texts.push((column?.get(i) as string | null | undefined) ?? null);
-    });
-  }
-  return { ids: found, values: await liveScores(texts, scoring) };
 }
 
 /** The vector leg: the nearest rows of `field` to `query` by `metric`, nearest first; `indexedOnly` as above. */

@@ -1,8 +1,10 @@
 import type { Table } from 'apache-arrow';
-import type { Hits, TextOperator } from '../rows/source.js';
+import type { Hits, RowId, TextOperator } from '../rows/source.js';
+import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { bm25Scorer, type CollectionStatistics, highestGain } from '../text/bm25.js';
 import { type Clause, clausesScorer } from '../text/clauses.js';
+import { keysOf } from './result-rows.js';
 import type { TextQuery } from './text-query.js';
 
 /**
@@ -49,8 +51,28 @@ export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> 
   return { ...hits, values: await liveScores(textColumn(hits.rows, scoring.field), scoring) };
 }
 
+/** The BM25 scores over the live rows of the rows of `ids` (those not deleted since), from their texts read by id. */
+export async function scoredByIds(
+  ids: readonly RowId[],
+  scoring: TextScoring,
+): Promise<{ ids: RowId[]; values: number[] }> {
+  if (ids.length === 0) return { ids: [], values: [] };
+  const keys = await scoring.table.rows.keysOf(ids);
+  const idOf = new Map<bigint, RowId>();
+  keys.forEach((key, i) => {
+    if (key !== undefined) idOf.set(key, ids[i] as RowId);
+  });
+  const found: RowId[] = [];
+  const texts: (string | null)[] = [];
+  for (const rows of await scoring.table.rows.rowsByKey([...idOf.keys()], [ROW_KEY, scoring.field], idOf)) {
+    for (const key of keysOf(rows)) found.push(idOf.get(key) as RowId);
+    texts.push(...textColumn(rows, scoring.field));
+  }
+  return { ids: found, values: await liveScores(texts, scoring) };
+}
+
 /** Each text's BM25 score over the live rows. */
-export async function liveScores(texts: readonly (string | null)[], scoring: TextScoring): Promise<number[]> {
+async function liveScores(texts: readonly (string | null)[], scoring: TextScoring): Promise<number[]> {
   if (scoring.clauses !== undefined) {
     const rows = await scoring.table.text.positionedTokensOf(texts, scoring.field);
     return rows.map(clausesScorer(scoring.clauses, scoring.operator, scoring.stats));
