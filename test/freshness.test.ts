@@ -1,6 +1,7 @@
 import { Strata } from '@strata/client';
 import { describe, expect, test } from 'vitest';
 import type { TableHandle } from '../src/engine/tables/tables.js';
+import { LiveTexts, referenceBm25 } from './support/bm25.js';
 import {
   activeLocalDatabase,
   type Client,
@@ -381,37 +382,6 @@ describe('backpressure', () => {
   });
 });
 
-/** BM25 over the live rows, computed here: k1 1.2, b 0.75, Lucene's idf; rows without tokens are no documents. */
-function reference(live: ReadonlyMap<number, string | null>, query: string, and: boolean): Map<number, number> {
-  const tokens = (text: string | null) =>
-    (text ?? '')
-      .toLowerCase()
-      .split(/[^a-z0-9]+/)
-      .filter(Boolean);
-  const docs = [...live].map(([id, text]) => [id, tokens(text)] as const).filter(([, t]) => t.length > 0);
-  const total = docs.reduce((n, [, t]) => n + t.length, 0);
-  const df = new Map<string, number>();
-  for (const [, t] of docs) for (const term of new Set(t)) df.set(term, (df.get(term) ?? 0) + 1);
-  const terms = tokens(query);
-  const scores = new Map<number, number>();
-  for (const [id, t] of docs) {
-    let score = 0;
-    let all = true;
-    for (const term of terms) {
-      const tf = t.filter((x) => x === term).length;
-      if (tf === 0) {
-        all = false;
-        continue;
-      }
-      const n = df.get(term) ?? 0;
-      const idf = Math.log(1 + (docs.length - n + 0.5) / (n + 0.5));
-      score += (idf * tf * 2.2) / (tf + 1.2 * (0.25 + (0.75 * t.length * docs.length) / total));
-    }
-    if (score > 0 && (!and || all)) scores.set(id, score);
-  }
-  return scores;
-}
-
 /** The table's handle on the worker, as a test looks inside it; `docs` unless said. */
 const onHandle = (
   server: TestServer,
@@ -441,69 +411,27 @@ describe('BM25 over the live rows', () => {
           random() < 0.5 ? ' ' : ', ',
         );
       };
-      const live = new Map<number, string | null>();
-      let next = 0;
-      const append = async (n: number) => {
-        const rows = Array.from({ length: n }, () => ({ id: next++, body: body() }));
-        expect((await tables.append('docs', rows)).status).toBe(200);
-        for (const row of rows) live.set(row.id, row.body);
-      };
+      const model = new LiveTexts(tables, 'docs', body, random);
       const check = async (step: string) => {
         for (let q = 0; q < 4; q++) {
           const query = Array.from({ length: 1 + Math.floor(random() * 3) }, () => pick(words)).join(' ');
-          const and = q === 3;
-          const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
-            'POST',
-            '/v1/hybrid_search/b',
-            {
-              table_name: 'docs',
-              text_field: 'body',
-              text_query: query,
-              operator: and ? 'and' : 'or',
-              k: 1000,
-              projection: ['id'],
-            },
-            { accept: 'application/json' },
-          );
-          const expected = [...reference(live, query, and)].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
-          const got = reply.json.data;
-          expect(
-            got.map((r) => r.id),
-            `${step}: "${query}" ranking`,
-          ).toEqual(expected.map(([id]) => id));
-          got.forEach((row, i) => {
-            const want = expected[i]?.[1] ?? Number.NaN;
-            expect(Math.abs(row._bm25 - want) / want, `${step}: "${query}" row ${row.id}`).toBeLessThan(1e-6);
-          });
+          await model.expectScores(client, 'b', query, q === 3, step);
         }
       };
 
-      await append(120);
+      await model.append(120);
       await check('a tail, nothing indexed');
       await upkeepPass(server, 'b');
       await check('folded');
       for (let step = 0; step < 12; step++) {
         const action = pick(['append', 'update', 'delete', 'fold'] as const);
-        if (action === 'append') await append(1 + Math.floor(random() * 30));
+        if (action === 'append') await model.append(1 + Math.floor(random() * 30));
         if (action === 'fold') await upkeepPass(server, 'b');
-        if (action === 'update' || action === 'delete') {
-          const ids = [...live.keys()].filter(() => random() < 0.1);
-          if (ids.length > 0) {
-            const predicate = `id IN (${ids.join(', ')})`;
-            if (action === 'delete') {
-              expect((await tables.remove('docs', predicate)).status).toBe(200);
-              for (const id of ids) live.delete(id);
-            } else {
-              const rows = ids.map((id) => ({ id, body: body() }));
-              expect((await tables.update('docs', predicate, rows)).status).toBe(200);
-              for (const row of rows) live.set(row.id, row.body);
-            }
-          }
-        }
+        if (action === 'update' || action === 'delete') await model.change(action);
         await check(`step ${step} (${action})`);
       }
       // The rows written since the last fold were searched beside the index, by the node that wrote them.
-      await append(5);
+      await model.append(5);
       await onHandle(server, 'b', async (handle) => {
         expect(handle.fresh.usable('text')).toBe(true);
       });
@@ -540,7 +468,7 @@ describe('fresh rows beside the index', () => {
         { table_name: 'docs', text_field: 'body', text_query: 'oak ash', k: 1000, projection: ['id'] },
         { accept: 'application/json' },
       );
-      const expected = [...reference(live, 'oak ash', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+      const expected = [...referenceBm25(live, 'oak ash', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
       expect(reply.json.data.map((r) => r.id)).toEqual(expected.map(([id]) => id));
       reply.json.data.forEach((row, i) => {
         const want = expected[i]?.[1] ?? Number.NaN;
@@ -584,7 +512,7 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
           { accept: 'application/json' },
         );
         expect(reply.headers.get('x-strata-fresh-rows')).toBe('600');
-        const expected = [...reference(live, 'alpha beta', false)]
+        const expected = [...referenceBm25(live, 'alpha beta', false)]
           .sort((x, y) => y[1] - x[1] || x[0] - y[0])
           .slice(0, k);
         expect(expected.every(([id]) => id >= 150 && id < 300)).toBe(true);
@@ -622,7 +550,7 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
       await upkeepPass(server, 'h');
       expect((await tables.append('notes', tail)).status).toBe(200);
       for (const row of [...indexed, ...tail]) live.set(row.id, row.body);
-      const ranked = [...reference(live, 'alpha beta', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
+      const ranked = [...referenceBm25(live, 'alpha beta', false)].sort((x, y) => y[1] - x[1] || x[0] - y[0]);
       const rankOf = new Map(ranked.map(([id, score], i) => [id, { rank: i + 1, score }]));
       const reply = await client.request<{
         data: { id: number; _explain: { text: { rank: number | null; score: number | null } | null } }[];
@@ -927,7 +855,7 @@ describe('a full-text index that counts deleted rows', () => {
           { table_name: 'docs', text_field: 'body', text_query: query, k: 1000, projection: ['id'] },
           { accept: 'application/json' },
         );
-        const expected = reference(live, query, false);
+        const expected = referenceBm25(live, query, false);
         expect(reply.json.data.length).toBe(expected.size);
         for (const row of reply.json.data) {
           const want = expected.get(row.id) ?? Number.NaN;

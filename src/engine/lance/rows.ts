@@ -15,6 +15,7 @@ import {
   type RowReads,
   type RowSource,
   type Snapshot,
+  type TextChanges,
   type TextLeg,
   type TextMatch,
   type VectorLeg,
@@ -37,6 +38,7 @@ import {
   streamOf,
 } from './lance.js';
 import { fullTextQuery, textLeg, vectorLeg } from './legs.js';
+import { RowChanges } from './row-changes.js';
 import { RowKeys, readByKeys } from './row-keys.js';
 import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
 
@@ -113,6 +115,7 @@ export class LanceRows extends LanceReads implements RowSource {
   private annCheckedMs = Date.now();
   /** Row keys by Lance row id, for search legs that read only row ids. */
   readonly rowKeys: RowKeys;
+  private readonly changes: RowChanges;
 
   constructor(
     lance: LanceTable,
@@ -124,6 +127,18 @@ export class LanceRows extends LanceReads implements RowSource {
     super(lance);
     this.ann = ann;
     this.rowKeys = new RowKeys(lance);
+    this.changes = new RowChanges(async (version) => {
+      const reader = await env.connection.openTable(tableId);
+      try {
+        await reader.checkout(version);
+        return reader;
+      } catch (err) {
+        closeHandle(reader);
+        // Upkeep may have pruned the version: it tells nothing, like one pruned before it was asked for.
+        if (isMissingDataset(err)) return undefined;
+        throw err;
+      }
+    }, closeHandle);
   }
 
   /** The Lance handle, for the store that closes it. */
@@ -217,6 +232,15 @@ export class LanceRows extends LanceReads implements RowSource {
 
   versions(): Promise<VersionInfo[]> {
     return versionsOf(this.lance);
+  }
+
+  changedTexts(
+    from: number,
+    to: number,
+    columns: readonly string[],
+    maxRows: number,
+  ): Promise<TextChanges | undefined> {
+    return this.changes.between(from, to, columns, maxRows);
   }
 
   history(): History {

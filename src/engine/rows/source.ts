@@ -104,6 +104,12 @@ export interface VersionInfo {
   deletedRows: number;
 }
 
+/** The texts of some columns of the rows only one version holds, and of those only another holds (null for null). */
+export interface TextChanges {
+  removed: ReadonlyMap<string, readonly (string | null)[]>;
+  added: ReadonlyMap<string, readonly (string | null)[]>;
+}
+
 /** A read-only view moved from version to version; closed by whoever asked for it. */
 export interface History {
   /** The rows at `version`; undefined when that version is no longer kept (pruned, or the table deleted). */
@@ -187,6 +193,12 @@ export interface RowSource extends RowReads {
   // History, for crash recovery and SQL's reloads.
   versions(): Promise<VersionInfo[]>;
   history(): History;
+  /**
+   * The texts of `columns` of the rows only `from` holds (removed) and of those only `to` holds (added), less rows on
+   * both sides with the same row key and texts (moved, not changed): how the rows changed between two versions
+   * whatever committed them. Undefined when a version is no longer kept, or more than `maxRows` rows differ.
+   */
+  changedTexts(from: number, to: number, columns: readonly string[], maxRows: number): Promise<TextChanges | undefined>;
 
   // Upkeep.
   indexes(): Promise<IndexInfo[]>;

@@ -112,6 +112,13 @@ export class TableHandle {
       indexes.fts,
       async (from, to, explain) =>
         explain && explains ? this.changes.explained(from, to, () => rows.versions()) : this.changes.between(from, to),
+      (from, to, maxRows) =>
+        rows.changedTexts(
+          from,
+          to,
+          indexes.fts.map((f) => f.column),
+          maxRows,
+        ),
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );

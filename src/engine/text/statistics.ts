@@ -1,6 +1,6 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { Analyzer, FtsIndex } from '../indexes/registry.js';
-import type { PositionedToken, Snapshot } from '../rows/source.js';
+import type { PositionedToken, Snapshot, TextChanges } from '../rows/source.js';
 import type { Difference } from '../tables/changes.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
@@ -55,7 +55,7 @@ interface Held {
 }
 
 /** The texts a commit removed and added; undefined when they were not read (no statistics were kept). */
-export type CommitTexts = { removed: ColumnTexts; added: ColumnTexts } | undefined;
+export type CommitTexts = TextChanges | undefined;
 
 /** A commit of this node's, waiting for a build under way to take it in. */
 interface Delta {
@@ -70,13 +70,29 @@ interface Delta {
 export type RowDifference = (from: number, to: number, explain: boolean) => Promise<Difference>;
 
 /**
+ * The texts of the full-text columns of the rows only `from` holds and only `to` holds (`RowSource.changedTexts`);
+ * undefined when more than `maxRows` differ or a version is gone.
+ */
+export type ChangedTexts = (from: number, to: number, maxRows: number) => Promise<TextChanges | undefined>;
+
+/**
+ * Rows that may differ between two versions before the statistics are built again rather than followed: at least
+ * this many, or half the rows. Following reads the rows that differ by id at both versions; a build reads every
+ * row's texts.
+ */
+const BRIDGE_MIN_ROWS = 10_000;
+
+/**
  * BM25's statistics of a table's full-text columns over its live rows (docs/api.md, Freshness): rows with tokens,
  * tokens, and rows per term. Built from one version of the rows on the first search that needs them, then kept
- * up by this node's commits (`committed`: the texts each removed and added); a commit it did not see that changed
- * rows (another node's) makes the next search build them again. Versions that only moved rows (upkeep's) carry
- * them over.
+ * up by this node's commits (`committed`: the texts each removed and added). Versions that only moved rows (upkeep's,
+ * as this node recorded them) carry them over; across commits it did not see (another node's, or upkeep's where
+ * nodes share the table) the next search counts out and in the rows that differ between the two versions, and
+ * builds them again only where too many did or the older version is gone.
  */
 export class TextStatistics {
+  /** Builds from every row so far; the rest of the time the statistics follow the table. */
+  builds = 0;
   private held: Held | undefined;
   private building: { version: number; done: Promise<Held> } | undefined;
   /** Commits seen while a build runs, applied once it is done. */
@@ -94,6 +110,7 @@ export class TextStatistics {
   constructor(
     private readonly fts: readonly FtsIndex[],
     private readonly difference: RowDifference,
+    private readonly changedTexts: ChangedTexts,
     private readonly snapshot: (version: number) => Promise<Snapshot>,
     private readonly lanceTokens: LanceTokens,
   ) {}
@@ -103,12 +120,11 @@ export class TextStatistics {
     version: number,
     column: string,
   ): Promise<(CollectionStatistics & { terms(): Iterable<string> }) | undefined> {
-    let held = await this.current(version);
-    if (held === undefined || !(await this.drain(held))) {
+    let held = this.held;
+    if (held === undefined || !(await this.catchUp(held, version))) {
       held = await this.build(version);
-      // Built of `version` itself: what its queue holds is this node's commits since, counted in as far as they
-      // follow one another.
-      await this.drain(held);
+      // Built of `version` itself: what its queue holds is this node's commits since.
+      await this.catchUp(held, version);
     }
     return held.columns.get(column);
   }
@@ -128,8 +144,8 @@ export class TextStatistics {
   }
 
   /**
-   * This node committed `version`, removing rows with the `removed` texts and adding the `added` ones. Applied if
-   * the statistics held are of the version before (or of one whose rows are the same); else they are let go.
+   * This node committed `version`, removing rows with the `removed` texts and adding the `added` ones, counted in
+   * by the next reader. A commit whose texts were not read is left to that reader's catching up (`bridge`).
    */
   committed(version: number, texts: CommitTexts): void {
     if (this.distrustUpTo === Number.POSITIVE_INFINITY) this.distrustUpTo = version;
@@ -139,13 +155,13 @@ export class TextStatistics {
     }
     const held = this.held;
     if (held === undefined) return;
-    // Whether it follows the commits before is asked when they are counted in (`drain`): upkeep's versions
-    // between are recorded only once its step ends.
-    if (texts === undefined || version <= this.latest(held)) {
+    // Counted already: a reader caught up past it before it was told.
+    if (version <= held.version) return;
+    if (version <= this.latest(held)) {
       this.held = undefined;
       return;
     }
-    held.queued.push({ version, texts });
+    if (texts !== undefined) held.queued.push({ version, texts });
   }
 
   /** The version `held` is of once its queued commits are counted in. */
@@ -154,31 +170,46 @@ export class TextStatistics {
   }
 
   /**
-   * Counts in the commits queued (tokenizing their texts), in order; readers wait for one another, so that none
-   * reads counts half way through a commit. False when one does not follow the rows counted (another commit
-   * changed rows between): the statistics are let go of.
+   * Counts in the commits queued (tokenizing their texts), in order, and then catches up to `version` if it is later;
+   * readers wait for one another, so that none reads counts half way through a commit. False when the rows counted
+   * could not be followed (`bridge`): the statistics are let go of.
    */
-  private drain(held: Held): Promise<boolean> {
+  private catchUp(held: Held, version: number): Promise<boolean> {
     const drained = (this.draining ?? Promise.resolve(true)).then(async () => {
       while (held.queued.length > 0) {
-        const next = held.queued[0] as Held['queued'][number];
-        if (!(await this.follows(held.version, next.version))) {
-          held.queued = [];
-          if (this.held === held) this.held = undefined;
-          return false;
-        }
-        held.queued.shift();
+        const next = held.queued.shift() as Held['queued'][number];
+        if (next.version <= held.version) continue;
+        if (!(await this.bridge(held, next.version - 1))) return this.letGo(held);
         await this.apply(held, next.version, next.texts);
       }
-      return true;
+      return version <= held.version || (await this.bridge(held, version)) || this.letGo(held);
     });
     this.draining = drained.catch(() => false);
     return drained;
   }
 
-  /** Whether a commit at `version` follows `from` with no other change of the rows between. */
-  private async follows(from: number, version: number): Promise<boolean> {
-    return version > from && (version === from + 1 || (await this.unchanged(from, version - 1)));
+  private letGo(held: Held): false {
+    held.queued = [];
+    if (this.held === held) this.held = undefined;
+    return false;
+  }
+
+  /**
+   * Brings `held` to `version`: at once where the rows are the same (upkeep's versions), else by counting out the
+   * rows only its version holds and in those only `version` holds (another node's commits, or ones this node was
+   * not told the texts of), when the table still keeps its version and not too many rows changed.
+   */
+  private async bridge(held: Held, version: number): Promise<boolean> {
+    if (version <= held.version) return true;
+    if (!(await this.unchanged(held.version, version))) {
+      let docs = 0;
+      for (const stats of held.columns.values()) docs = Math.max(docs, stats.docs);
+      const changes = await this.changedTexts(held.version, version, Math.max(BRIDGE_MIN_ROWS, docs / 2));
+      if (changes === undefined) return false;
+      await this.apply(held, version, changes);
+    }
+    held.version = version;
+    return true;
   }
 
   /** Whether the rows at `to` are those at `from`; versions a lost write may have made are not explained. */
@@ -187,27 +218,15 @@ export class TextStatistics {
     return (await this.difference(from, to, explain)) === 'none';
   }
 
-  /**
-   * The statistics held, if they are those of `version`: of it, of an earlier one with the same rows, or of a later
-   * one (this node committed while the search that asks began; its legs read that commit too).
-   */
-  private async current(version: number): Promise<Held | undefined> {
-    const held = this.held;
-    if (held === undefined || version <= this.latest(held)) return held;
-    const latest = this.latest(held);
-    if (!(await this.unchanged(latest, version)) || this.held !== held) return undefined;
-    if (held.queued.length === 0 && held.version === latest && version > held.version) held.version = version;
-    return held;
-  }
-
   private build(version: number): Promise<Held> {
     if (this.building?.version === version) return this.building.done;
     const done = this.scan(version).then(async (held) => {
       const deltas = this.pending.filter((d) => d.version > held.version).sort((a, b) => a.version - b.version);
-      // Those the build's version already holds are passed over; one whose texts are unknown ends the catching up,
-      // and the next search builds again.
+      // Those the build's version already holds are passed over; commits whose texts are unknown are left to the
+      // next reader's catching up, and one that cannot be followed ends the catching up here.
       for (const { version: at, texts } of deltas) {
-        if (texts === undefined || !(await this.follows(held.version, at))) break;
+        if (texts === undefined || at <= held.version) continue;
+        if (!(await this.bridge(held, at - 1))) break;
         await this.apply(held, at, texts);
       }
       return held;
@@ -230,6 +249,7 @@ export class TextStatistics {
 
   /** Every live row's texts at `version`, counted. */
   private async scan(version: number): Promise<Held> {
+    this.builds++;
     const columns = new Map(this.fts.map((f) => [f.column, new ColumnStatistics()] as const));
     const view = await this.snapshot(version);
     try {
@@ -248,7 +268,7 @@ export class TextStatistics {
     return { version, columns, queued: [] };
   }
 
-  private async apply(held: Held, version: number, texts: NonNullable<CommitTexts>): Promise<void> {
+  private async apply(held: Held, version: number, texts: TextChanges): Promise<void> {
     for (const fts of this.fts) {
       const stats = held.columns.get(fts.column) as ColumnStatistics;
       for (const tokens of await this.tokens(texts.removed.get(fts.column) ?? [], fts)) stats.count(tokens, -1);

@@ -1,0 +1,216 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Connection, connect, type Table as LanceTable } from '@lancedb/lancedb';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
+import { RowChanges } from '../src/engine/lance/row-changes.js';
+import type { TextChanges } from '../src/engine/rows/source.js';
+import { ROW_KEY } from '../src/engine/tables/schema.js';
+
+let dir: string;
+let connection: Connection;
+let tables = 0;
+
+const schema = new arrow.Schema([
+  new arrow.Field(ROW_KEY, new arrow.Int64(), false),
+  new arrow.Field('s', new arrow.Utf8(), true),
+]);
+
+function rows(entries: readonly (readonly [bigint, string | null])[]) {
+  return new arrow.Table({
+    [ROW_KEY]: arrow.makeVector(BigInt64Array.from(entries.map(([key]) => key))),
+    s: arrow.vectorFromArray(
+      entries.map(([, text]) => text),
+      new arrow.Utf8(),
+    ),
+  });
+}
+
+/** A table of its own, and a follower that reads it the way another node would (by version, through its own handles). */
+async function table(): Promise<{ lance: LanceTable; changes: RowChanges }> {
+  const name = `t${tables++}`;
+  const lance = await connection.createEmptyTable(name, schema);
+  const changes = new RowChanges(
+    async (version) => {
+      const reader = await connection.openTable(name);
+      try {
+        await reader.checkout(version);
+        return reader;
+      } catch {
+        reader.close();
+        return undefined;
+      }
+    },
+    (reader) => reader.close(),
+  );
+  return { lance, changes };
+}
+
+/** The texts of the live rows, as a multiset. */
+function counted(texts: Iterable<string | null>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const text of texts) out.set(String(text), (out.get(String(text)) ?? 0) + 1);
+  return out;
+}
+
+/** `before` with the changes' removed texts counted out and added ones in; undefined if it removes a text not there. */
+function applied(before: Map<string, number>, changes: TextChanges): Map<string, number> | undefined {
+  const out = new Map(before);
+  for (const text of changes.removed.get('s') ?? []) {
+    const n = (out.get(String(text)) ?? 0) - 1;
+    if (n < 0) return undefined;
+    if (n === 0) out.delete(String(text));
+    else out.set(String(text), n);
+  }
+  for (const text of changes.added.get('s') ?? []) out.set(String(text), (out.get(String(text)) ?? 0) + 1);
+  return out;
+}
+
+const sorted = (m: Map<string, number> | undefined) => [...(m ?? new Map())].sort(([a], [b]) => a.localeCompare(b));
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'strata-rowchanges-'));
+  connection = await connect(dir, { readConsistencyInterval: 0 });
+});
+afterAll(() => {
+  connection?.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+type Op =
+  | { kind: 'append'; texts: (string | null)[] }
+  | { kind: 'delete'; pick: number[] }
+  | { kind: 'update'; pick: number[]; text: string | null }
+  | { kind: 'compact' }
+  | { kind: 'skip' };
+
+const text = fc.option(fc.constantFrom('a b', 'b c', 'c', 'a a d', ''), { nil: null });
+const op: fc.Arbitrary<Op> = fc.oneof(
+  fc.record({ kind: fc.constant('append' as const), texts: fc.array(text, { minLength: 1, maxLength: 6 }) }),
+  fc.record({ kind: fc.constant('delete' as const), pick: fc.array(fc.nat(50), { minLength: 1, maxLength: 3 }) }),
+  fc.record({
+    kind: fc.constant('update' as const),
+    pick: fc.array(fc.nat(50), { minLength: 1, maxLength: 3 }),
+    text,
+  }),
+  fc.constant({ kind: 'compact' as const }),
+  fc.constant({ kind: 'skip' as const }),
+);
+
+describe('how the rows changed between two versions, whatever committed them', () => {
+  test('counting out the rows only the older version holds and in those only the newer holds gives the newer rows', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 7 }), async (ops) => {
+        const { lance, changes } = await table();
+        const live = new Map<bigint, string | null>();
+        let nextKey = 0n;
+        let followed = counted([]);
+        let followedAt = await lance.version();
+        for (const step of ops) {
+          const keys = [...live.keys()];
+          const picked = (pick: number[]) => [
+            ...new Set(pick.flatMap((i) => (keys.length === 0 ? [] : [keys[i % keys.length] as bigint]))),
+          ];
+          if (step.kind === 'append') {
+            const entries = step.texts.map((t) => [nextKey++, t] as const);
+            await lance.add(rows(entries));
+            for (const [key, t] of entries) live.set(key, t);
+          } else if (step.kind === 'delete') {
+            const gone = picked(step.pick);
+            if (gone.length === 0) continue;
+            await lance.delete(`${ROW_KEY} IN (${gone.join(', ')})`);
+            for (const key of gone) live.delete(key);
+          } else if (step.kind === 'update') {
+            const changed = picked(step.pick);
+            if (changed.length === 0) continue;
+            const entries = changed.map((key) => [key, step.text] as const);
+            await lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll().execute(rows(entries));
+            for (const [key, t] of entries) live.set(key, t);
+          } else if (step.kind === 'compact') {
+            await lance.optimize();
+          } else {
+            // A version followed later, together with the next step's.
+            continue;
+          }
+          const version = await lance.version();
+          const found = await changes.between(followedAt, version, ['s'], Number.POSITIVE_INFINITY);
+          expect(found).toBeDefined();
+          const next = applied(followed, found as TextChanges);
+          expect(sorted(next)).toEqual(sorted(counted(live.values())));
+          followed = next as Map<string, number>;
+          followedAt = version;
+        }
+      }),
+      { numRuns: 25 },
+    );
+  }, 120_000);
+
+  test('a compaction moves rows without changing them: nothing is counted out or in', async () => {
+    const { lance, changes } = await table();
+    await lance.add(
+      rows([
+        [0n, 'a b'],
+        [1n, 'c'],
+      ]),
+    );
+    await lance.add(
+      rows([
+        [2n, 'a'],
+        [3n, null],
+      ]),
+    );
+    await lance.delete(`${ROW_KEY} = 1`);
+    const before = await lance.version();
+    await lance.optimize();
+    // The rows did move: two fragments became one.
+    expect((await lance.stats()).fragmentStats.numFragments).toBe(1);
+    const found = await changes.between(before, await lance.version(), ['s'], Number.POSITIVE_INFINITY);
+    expect(found?.removed.get('s')).toEqual([]);
+    expect(found?.added.get('s')).toEqual([]);
+  });
+
+  test('an append read from the version followed last is only the rows it added', async () => {
+    const { lance, changes } = await table();
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+      ]),
+    );
+    const first = await lance.version();
+    await lance.add(rows([[2n, 'c']]));
+    const second = await lance.version();
+    expect((await changes.between(first, second, ['s'], 10))?.added.get('s')).toEqual(['c']);
+    await lance.add(
+      rows([
+        [3n, 'd'],
+        [4n, null],
+      ]),
+    );
+    const third = await lance.version();
+    expect(await changes.between(second, third, ['s'], 10)).toEqual({
+      removed: new Map(),
+      added: new Map([['s', ['d', null]]]),
+    });
+  });
+
+  test('more rows changed than asked for, or a version no longer kept, tells nothing', async () => {
+    const { lance, changes } = await table();
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+        [2n, 'c'],
+      ]),
+    );
+    const first = await lance.version();
+    await lance.delete(`${ROW_KEY} <= 1`);
+    const second = await lance.version();
+    expect(await changes.between(first, second, ['s'], 1)).toBeUndefined();
+    expect((await changes.between(first, second, ['s'], 2))?.removed.get('s')?.slice().sort()).toEqual(['a', 'b']);
+    await lance.optimize({ cleanupOlderThan: new Date(Date.now() + 60_000), deleteUnverified: true });
+    expect(await changes.between(first, await lance.version(), ['s'], 10)).toBeUndefined();
+  });
+});
