@@ -1,8 +1,16 @@
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { LiveTexts } from './support/bm25.js';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
+import { RowChanges } from '../src/engine/lance/row-changes.js';
+import { LiveTexts, referenceBm25 } from './support/bm25.js';
 import { freshControlUrl } from './support/postgres.js';
-import { type Client, onTableHandle, startStrata, type TestServer, upkeepPass } from './support/server.js';
-import { textTable } from './support/tables.js';
+import {
+  activeLocalDatabase,
+  type Client,
+  onTableHandle,
+  startStrata,
+  type TestServer,
+  upkeepPass,
+} from './support/server.js';
+import { tablesOf, textTable } from './support/tables.js';
 
 /**
  * BM25 over the live rows where nodes share the table (docs/api.md, Freshness): a node that did not make the commits
@@ -60,5 +68,148 @@ describe('BM25 over the live rows, written through another node', () => {
     await onTableHandle(reader, 'shared', 'docs', async (handle) => {
       expect(handle.text.builds).toBe(1);
     });
+  });
+});
+
+async function scores(client: Client, table: string, query: string) {
+  const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
+    'POST',
+    '/v1/hybrid_search/racing',
+    { table_name: table, text_field: 'body', text_query: query, operator: 'or', k: 1000, projection: ['id'] },
+    { accept: 'application/json' },
+  );
+  expect(reply.status).toBe(200);
+  return new Map(reply.json.data.map((r) => [r.id, r._bm25] as const));
+}
+
+function expectLive(got: Map<number, number>, live: Map<number, string | null>, query: string) {
+  const want = referenceBm25(live, query, false);
+  expect([...got.keys()].sort()).toEqual([...want.keys()].sort());
+  for (const [id, score] of want) expect(Math.abs((got.get(id) ?? 0) - score) / score, `row ${id}`).toBeLessThan(1e-6);
+}
+
+/** Arms a one-shot hook: right after this node's write read the texts it will remove, `between` runs. */
+async function afterTextRead(table: string, between: () => Promise<void>) {
+  await onTableHandle(reader, 'racing', table, async (handle) => {
+    const rows = handle.rows as unknown as { rowsByKey: (...args: unknown[]) => Promise<unknown> };
+    const original = rows.rowsByKey.bind(rows);
+    rows.rowsByKey = async (...args: unknown[]) => {
+      const out = await original(...args);
+      rows.rowsByKey = original;
+      await between();
+      return out;
+    };
+  });
+}
+
+describe('own writes racing another node on an unkeyed table', () => {
+  beforeAll(async () => {
+    await activeLocalDatabase(await writer.as('acme'), 'racing');
+  });
+
+  test.each(['update', 'delete', 'gone'] as const)(
+    '%s: this node writes a row another node replaced (gone: deleted) after this node read its text',
+    async (action) => {
+      const table = `t_${action}`;
+      const created = await tablesOf(await writer.as('acme'), 'racing').create({
+        table_name: table,
+        schema: [
+          { name: 'id', type: 'i64', nullable: false },
+          { name: 'body', type: 'utf8' },
+        ],
+        indexes: { fts: ['body'] },
+      });
+      expect(created.status).toBe(200);
+      const otherTables = tablesOf(await writer.as('acme'), 'racing');
+      const selfClient = await reader.as('acme');
+      const selfTables = tablesOf(selfClient, 'racing');
+      const live = new Map<number, string | null>([
+        [0, 'red kettle'],
+        [1, 'blue pot'],
+        [2, 'green tea cup'],
+        [3, 'steel kettle tea'],
+        [4, 'red red pot'],
+      ]);
+      expect(
+        (
+          await otherTables.append(
+            table,
+            [...live].map(([id, body]) => ({ id, body })),
+          )
+        ).status,
+      ).toBe(200);
+
+      // This node builds its statistics, so that its writes read the texts they remove.
+      const query = 'kettle tea zebra pot';
+      expectLive(await scores(selfClient, table, query), live, query);
+
+      // Between this node's read of row 3's text and its commit, another node replaces row 3.
+      if (action === 'gone') {
+        // Another node deletes row 3 meanwhile: this node's replace finds it gone (n_not_found 1) and writes nothing.
+        await afterTextRead(table, async () => {
+          expect((await otherTables.remove(table, 'id = 3')).status).toBe(200);
+        });
+        live.delete(3);
+        const reply = await selfTables.update(table, 'id = 3', [{ id: 3, body: 'blue kettle' }]);
+        expect(reply.status).toBe(200);
+        expect((reply.json as { n_not_found: number }).n_not_found).toBe(1);
+        expectLive(await scores(selfClient, table, query), live, query);
+        return;
+      }
+      await afterTextRead(table, async () => {
+        expect((await otherTables.update(table, 'id = 3', [{ id: 3, body: 'zebra zebra' }])).status).toBe(200);
+      });
+      live.set(3, 'zebra zebra');
+      if (action === 'update') {
+        const reply = await selfTables.update(table, 'id = 3', [{ id: 3, body: 'blue kettle' }]);
+        expect(reply.status).toBe(200);
+        live.set(3, 'blue kettle');
+      } else {
+        const reply = await selfTables.remove(table, 'id = 3');
+        expect(reply.status).toBe(200);
+        live.delete(3);
+      }
+
+      // The table's live rows, as Lance holds them.
+      expectLive(await scores(selfClient, table, query), live, query);
+    },
+  );
+});
+
+describe('two nodes appending in turn', () => {
+  test('one search after both nodes wrote reads the rows that differ once, not once per gap', async () => {
+    const otherTables = await textTable(await writer.as('acme'), 'turns', 'docs');
+    const selfClient: Client = await reader.as('acme');
+    const selfTables = tablesOf(selfClient, 'turns');
+    const live = new Map<number, string>();
+    let id = 0;
+    const rowsOf = (n: number) =>
+      Array.from({ length: n }, () => {
+        const row = { id: id++, body: `word${id % 7} kettle` };
+        live.set(row.id, row.body);
+        return row;
+      });
+    expect((await otherTables.append('docs', rowsOf(2000))).status).toBe(200);
+    const search = async () => {
+      const reply = await selfClient.request<{ data: { id: number; _bm25: number }[] }>(
+        'POST',
+        '/v1/hybrid_search/turns',
+        { table_name: 'docs', text_field: 'body', text_query: 'word3', k: 5000, projection: ['id'] },
+        { accept: 'application/json' },
+      );
+      expect(reply.status).toBe(200);
+      return reply.json.data;
+    };
+    await search();
+    const layouts = vi.spyOn(RowChanges.prototype as never, 'layoutAt');
+    for (let turn = 0; turn < 10; turn++) {
+      expect((await selfTables.append('docs', rowsOf(1))).status).toBe(200);
+      expect((await otherTables.append('docs', rowsOf(1))).status).toBe(200);
+    }
+    const got = await search();
+    const want = referenceBm25(live, 'word3', false);
+    expect(got.length).toBe(want.size);
+    // One read of the row ids of each of the two versions between, not one per gap the other node's appends left.
+    expect(layouts.mock.calls.length).toBeLessThanOrEqual(2);
   });
 });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Connection, connect, type Table as LanceTable } from '@lancedb/lancedb';
+import { type Connection, connect, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
@@ -135,7 +135,7 @@ describe('how the rows changed between two versions, whatever committed them', (
             continue;
           }
           const version = await lance.version();
-          const found = await changes.between(followedAt, version, ['s'], Number.POSITIVE_INFINITY);
+          const found = await changes.texts(followedAt, version, ['s'], Number.POSITIVE_INFINITY);
           expect(found).toBeDefined();
           const next = applied(followed, found as TextChanges);
           expect(sorted(next)).toEqual(sorted(counted(live.values())));
@@ -166,7 +166,7 @@ describe('how the rows changed between two versions, whatever committed them', (
     await lance.optimize();
     // The rows did move: two fragments became one.
     expect((await lance.stats()).fragmentStats.numFragments).toBe(1);
-    const found = await changes.between(before, await lance.version(), ['s'], Number.POSITIVE_INFINITY);
+    const found = await changes.texts(before, await lance.version(), ['s'], Number.POSITIVE_INFINITY);
     expect(found?.removed.get('s')).toEqual([]);
     expect(found?.added.get('s')).toEqual([]);
   });
@@ -182,7 +182,7 @@ describe('how the rows changed between two versions, whatever committed them', (
     const first = await lance.version();
     await lance.add(rows([[2n, 'c']]));
     const second = await lance.version();
-    expect((await changes.between(first, second, ['s'], 10))?.added.get('s')).toEqual(['c']);
+    expect((await changes.texts(first, second, ['s'], 10))?.added.get('s')).toEqual(['c']);
     await lance.add(
       rows([
         [3n, 'd'],
@@ -190,8 +190,8 @@ describe('how the rows changed between two versions, whatever committed them', (
       ]),
     );
     const third = await lance.version();
-    expect(await changes.between(second, third, ['s'], 10)).toEqual({
-      removed: new Map(),
+    expect(await changes.texts(second, third, ['s'], 10)).toEqual({
+      removed: new Map([['s', []]]),
       added: new Map([['s', ['d', null]]]),
     });
   });
@@ -208,9 +208,111 @@ describe('how the rows changed between two versions, whatever committed them', (
     const first = await lance.version();
     await lance.delete(`${ROW_KEY} <= 1`);
     const second = await lance.version();
-    expect(await changes.between(first, second, ['s'], 1)).toBeUndefined();
-    expect((await changes.between(first, second, ['s'], 2))?.removed.get('s')?.slice().sort()).toEqual(['a', 'b']);
+    expect(await changes.texts(first, second, ['s'], 1)).toBeUndefined();
+    expect((await changes.texts(first, second, ['s'], 2))?.removed.get('s')?.slice().sort()).toEqual(['a', 'b']);
     await lance.optimize({ cleanupOlderThan: new Date(Date.now() + 60_000), deleteUnverified: true });
-    expect(await changes.between(first, await lance.version(), ['s'], 10)).toBeUndefined();
+    expect(await changes.texts(first, await lance.version(), ['s'], 10)).toBeUndefined();
+  });
+});
+
+/**
+ * A compaction reserves its fragments' ids when it starts and commits after appends that landed meanwhile with higher
+ * ids: its fragments then lie below the top fragment of the version before.
+ */
+let nextKey = 0;
+const raceLive = new Map<bigint, string>();
+function raceBatch(n: number) {
+  const keys = Array.from({ length: n }, () => BigInt(nextKey++));
+  const texts = keys.map((k) => `word${k % 13n} common`);
+  for (const [i, k] of keys.entries()) raceLive.set(k, texts[i] as string);
+  return new arrow.Table({
+    [ROW_KEY]: arrow.makeVector(BigInt64Array.from(keys)),
+    s: arrow.vectorFromArray(texts, new arrow.Utf8()),
+  });
+}
+
+function countedTexts(texts: Iterable<string | null>): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const text of texts) out.set(String(text), (out.get(String(text)) ?? 0) + 1);
+  return out;
+}
+function appliedTexts(before: Map<string, number>, changes: TextChanges): Map<string, number> {
+  const out = new Map(before);
+  for (const text of changes.removed.get('s') ?? []) out.set(String(text), (out.get(String(text)) ?? 0) - 1);
+  for (const text of changes.added.get('s') ?? []) out.set(String(text), (out.get(String(text)) ?? 0) + 1);
+  for (const [k, n] of out) if (n === 0) out.delete(k);
+  return out;
+}
+const sortedTexts = (m: Map<string, number>) => [...m].sort(([a], [b]) => a.localeCompare(b));
+
+async function fragmentsAt(lance: LanceTable): Promise<Set<number>> {
+  const ids = (await lance.query().select([]).withRowId().toArrow()).getChild('_rowid')?.toArray() as BigUint64Array;
+  return new Set(Array.from(ids, (id) => Number(id >> 32n)));
+}
+
+describe('a compaction that commits after another node appended', () => {
+  test('is followed version by version, then a delete: the texts followed are the live rows (its fragments lie below those of the appends)', async () => {
+    const lance = await connection.createEmptyTable('race', schema);
+    await lance.createIndex(ROW_KEY, { config: Index.btree() });
+    await lance.createIndex('s', { config: Index.fts() });
+    for (let i = 0; i < 80; i++) await lance.add(raceBatch(50));
+    const opened = async (version: number) => {
+      const reader = await connection.openTable('race');
+      await reader.checkout(version);
+      return reader;
+    };
+    const changes = new RowChanges(opened, (reader) => reader.close());
+    let followedAt = await lance.version();
+    let followed = countedTexts(raceLive.values());
+
+    // Upkeep on one node folds the table while another node appends.
+    const other = await (await connect(dir, { readConsistencyInterval: 0 })).openTable('race');
+    let lowered = false;
+    for (let attempt = 0; attempt < 4 && !lowered; attempt++) {
+      let stop = false;
+      const appending = (async () => {
+        while (!stop) await other.add(raceBatch(5));
+      })();
+      const compacted = lance.optimize().catch(() => undefined);
+      await compacted;
+      stop = true;
+      await appending;
+      // Follow every version since, one by one, as a reader that searches after each commit does.
+      const latest = await lance.version();
+      let top = Math.max(...(await fragmentsAt(await opened(followedAt))));
+      for (let v = followedAt + 1; v <= latest; v++) {
+        const fragments = await fragmentsAt(await opened(v));
+        const before = await fragmentsAt(await opened(v - 1));
+        if ([...fragments].some((f) => !before.has(f) && f <= top)) lowered = true;
+        top = Math.max(top, ...fragments);
+        const found = await changes.texts(v - 1, v, ['s'], Number.POSITIVE_INFINITY);
+        expect(found).toBeDefined();
+        followed = appliedTexts(followed, found as TextChanges);
+        followedAt = v;
+      }
+      expect(sortedTexts(followed)).toEqual(sortedTexts(countedTexts(raceLive.values())));
+      for (let i = 0; i < 20; i++) await lance.add(raceBatch(50));
+    }
+    // The race this is about happened: a version added a fragment below the top fragment of the one before.
+    expect(lowered).toBe(true);
+
+    // Another node deletes some rows (a version that is no append).
+    await lance.delete(`${ROW_KEY} % 10 = 3`);
+    for (const key of [...raceLive.keys()]) if (key % 10n === 3n) raceLive.delete(key);
+    const found = await changes.texts(followedAt, await lance.version(), ['s'], Number.POSITIVE_INFINITY);
+    expect(found).toBeDefined();
+    followed = appliedTexts(followed, found as TextChanges);
+    expect(sortedTexts(followed)).toEqual(sortedTexts(countedTexts(raceLive.values())));
+  }, 120_000);
+});
+
+describe('how many rows may differ', () => {
+  test('an append of more rows than asked for tells nothing, as any other change does', async () => {
+    const { lance, changes } = await table();
+    await lance.add(rows([[0n, 'a']]));
+    const from = await lance.version();
+    await lance.add(rows(Array.from({ length: 500 }, (_, i) => [BigInt(i + 1), 'b'] as const)));
+    expect(await changes.texts(from, await lance.version(), ['s'], 10)).toBeUndefined();
+    expect((await changes.texts(from, await lance.version(), ['s'], 500))?.added.get('s')?.length).toBe(500);
   });
 });

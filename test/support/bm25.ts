@@ -88,7 +88,7 @@ export class LiveTexts {
       },
       { accept: 'application/json' },
     );
-    expect(reply.status).toBe(200);
+    expect(reply.status, JSON.stringify(reply.json)).toBe(200);
     const expected = [...referenceBm25(this.live, query, and)].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
     const got = reply.json.data;
     expect(

@@ -1,4 +1,5 @@
 import type { Table } from 'apache-arrow';
+import { sameRow } from '../../arrow/same-row.js';
 import type { TextChanges } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import { rowKeysOf } from '../writes/rows.js';
@@ -26,8 +27,20 @@ export type VersionHandle = (version: number) => Promise<LanceTable | undefined>
  * table version by version reads each one's row ids once; where the rows at or below the fragments of the last
  * layout are all still there (an append, an index commit), only the rows above them are read.
  */
+/** Layouts kept: the statistics and the fresh rows each follow the table from a version of their own. */
+const LAYOUTS_KEPT = 4;
+
+/** The rows only one version holds: their row keys with some columns. */
+export interface RowsBetween {
+  /** The rows only the older version holds, with `ROW_KEY` and the columns asked of them. */
+  gone: Table | undefined;
+  /** The rows only the newer version holds, with `ROW_KEY` and the columns asked of them. */
+  come: Table | undefined;
+}
+
 export class RowChanges {
-  private last: Layout | undefined;
+  /** The layouts of the versions last followed to, latest last. */
+  private layouts: Layout[] = [];
 
   constructor(
     private readonly open: VersionHandle,
@@ -39,71 +52,91 @@ export class RowChanges {
    * found on both sides with the same row key and texts (moved by a compaction). Undefined when a version is no
    * longer kept or more than `maxRows` rows differ (reading them all again costs less).
    */
+  async texts(from: number, to: number, columns: readonly string[], maxRows: number): Promise<TextChanges | undefined> {
+    const rows = await this.between(from, to, columns, columns, maxRows);
+    return rows === undefined ? undefined : unmoved(rows.gone, rows.come, columns);
+  }
+
+  /**
+   * The rows only `from` holds (with `goneColumns`) and those only `to` holds (with `cameColumns`); a row a
+   * compaction moved is on both sides. Undefined when a version is no longer kept or more than `maxRows` differ.
+   */
   async between(
     from: number,
     to: number,
-    columns: readonly string[],
+    goneColumns: readonly string[],
+    cameColumns: readonly string[],
     maxRows: number,
-  ): Promise<TextChanges | undefined> {
+  ): Promise<RowsBetween | undefined> {
     const target = await this.open(to);
     if (target === undefined) return undefined;
     let source: LanceTable | undefined;
     try {
-      let before = this.last?.version === from ? this.last : undefined;
+      let before = this.layouts.find((layout) => layout.version === from);
       if (before === undefined) {
         source = await this.open(from);
         before = await this.layoutAt(source);
       }
       if (before === undefined) return undefined;
-      const appended = await this.appendedOnly(target, before, columns);
+      const appended = await this.appendedOnly(target, before, cameColumns, maxRows);
+      if (appended === 'too many') return undefined;
       if (appended !== undefined) {
-        this.last = { ...appended.layout, version: to };
-        return appended.changes;
+        this.keep({ ...appended.layout, version: to });
+        return { gone: undefined, come: appended.rows };
       }
       const after = await this.layoutAt(target);
       if (after === undefined) return undefined;
-      this.last = { ...after, version: to };
-      const { removed, added } = difference(before, after);
-      if (removed.length + added.length > maxRows) return undefined;
+      this.keep({ ...after, version: to });
+      const differing = difference(before, after, maxRows);
+      if (differing === undefined) return undefined;
+      const { removed, added } = differing;
       source ??= await this.open(from);
       if (source === undefined) return undefined;
-      const gone = removed.length === 0 ? undefined : await take(source, removed, columns);
-      const come = added.length === 0 ? undefined : await take(target, added, columns);
-      return unmoved(gone, come, columns);
+      const gone = removed.length === 0 ? undefined : await take(source, removed, goneColumns);
+      const come = added.length === 0 ? undefined : await take(target, added, cameColumns, true);
+      // A row missing from a take (a version not what its layout said) makes the difference unknown.
+      if ((gone?.numRows ?? 0) !== removed.length || (come?.numRows ?? 0) !== added.length) return undefined;
+      return { gone, come };
     } finally {
       this.close(target);
       if (source !== undefined) this.close(source);
     }
   }
 
-  /** Lets go of the layout kept (a table closing). */
+  /** Lets go of the layouts kept (a table closing). */
   forget(): void {
-    this.last = undefined;
+    this.layouts = [];
+  }
+
+  private keep(layout: Layout): void {
+    this.layouts = [...this.layouts.filter((l) => l.version !== layout.version), layout].slice(-LAYOUTS_KEPT);
   }
 
   /**
-   * When every row of `before` is still live at `target`'s version (as many rows at or below its top fragment), the
-   * rows above it are exactly those added since: Lance numbers new fragments above every fragment it ever made.
+   * When every row of `before` is still live at `target`'s version, in the fragments it was in (as many rows there),
+   * the rows outside those fragments are exactly those added since: a row never returns to a fragment, and a
+   * fragment is never rewritten in place. (Not "above the top fragment": a compaction reserves its fragments' ids
+   * when it starts, and commits them below those of appends that landed meanwhile.)
    */
   private async appendedOnly(
     target: LanceTable,
     before: Layout,
     columns: readonly string[],
-  ): Promise<{ layout: Layout; changes: TextChanges } | undefined> {
-    let top = -1;
-    for (const fragment of before.fragments.keys()) top = Math.max(top, fragment);
-    const above = BigInt(top + 1) << FRAGMENT_BITS;
-    if ((await target.countRows(`_rowid < ${above}`)) !== before.rows) return undefined;
+    maxRows: number,
+  ): Promise<{ layout: Layout; rows: Table } | 'too many' | undefined> {
+    const old = inFragments([...before.fragments.keys()]);
+    if ((await target.countRows(old)) !== before.rows) return undefined;
+    if ((await target.countRows()) - before.rows > maxRows) return 'too many';
     const rows = await readAll(
       target
         .query()
-        .where(`_rowid >= ${above}`)
-        .select([...columns])
+        .where(`NOT (${old})`)
+        .select([ROW_KEY, ...columns])
         .withRowId(),
     );
     const layout = { version: before.version, fragments: new Map(before.fragments), rows: before.rows + rows.numRows };
     for (const [fragment, offsets] of layoutOf(rows).fragments) layout.fragments.set(fragment, offsets);
-    return { layout, changes: { removed: new Map(), added: textsByColumn(rows, columns, () => true) } };
+    return { layout, rows };
   }
 
   private async layoutAt(lance: LanceTable | undefined): Promise<Layout | undefined> {
@@ -145,26 +178,63 @@ function layoutOf(rows: Table): Omit<Layout, 'version'> {
   return { fragments, rows: rows.numRows };
 }
 
-/** The row ids only `before` holds, and those only `after` holds. */
-function difference(before: Layout, after: Layout): { removed: bigint[]; added: bigint[] } {
-  const removed: bigint[] = [];
-  const added: bigint[] = [];
-  const onlyIn = (a: Uint32Array, b: Uint32Array | undefined, fragment: number, out: bigint[]) => {
-    const base = BigInt(fragment) << FRAGMENT_BITS;
+/** A filter of the rows of `fragments`, consecutive ids as one range. */
+function inFragments(fragments: readonly number[]): string {
+  if (fragments.length === 0) return 'false';
+  const sorted = [...fragments].sort((a, b) => a - b);
+  const ranges: string[] = [];
+  for (let i = 0; i < sorted.length; ) {
+    let end = i;
+    while (end + 1 < sorted.length && sorted[end + 1] === (sorted[end] as number) + 1) end++;
+    const low = BigInt(sorted[i] as number) << FRAGMENT_BITS;
+    const high = BigInt((sorted[end] as number) + 1) << FRAGMENT_BITS;
+    ranges.push(`(_rowid >= ${low} AND _rowid < ${high})`);
+    i = end + 1;
+  }
+  return ranges.join(' OR ');
+}
+
+/**
+ * The row ids only `before` holds, and those only `after` holds; undefined when more than `maxRows` differ (counted
+ * before any id is made: a compaction of a large table moves every row).
+ */
+function difference(
+  before: Layout,
+  after: Layout,
+  maxRows: number,
+): { removed: bigint[]; added: bigint[] } | undefined {
+  const onlyIn = (a: Uint32Array, b: Uint32Array | undefined, fragment: number, out: bigint[] | undefined) => {
+    if (b === undefined) {
+      if (out !== undefined) for (const offset of a) out.push((BigInt(fragment) << FRAGMENT_BITS) | BigInt(offset));
+      return a.length;
+    }
+    let n = 0;
     let j = 0;
     for (const offset of a) {
-      while (b !== undefined && j < b.length && (b[j] as number) < offset) j++;
-      if (b === undefined || j >= b.length || b[j] !== offset) out.push(base | BigInt(offset));
+      while (j < b.length && (b[j] as number) < offset) j++;
+      if (j < b.length && b[j] === offset) continue;
+      n++;
+      out?.push((BigInt(fragment) << FRAGMENT_BITS) | BigInt(offset));
     }
+    return n;
   };
+  let differing = 0;
+  for (const [fragment, offsets] of before.fragments)
+    differing += onlyIn(offsets, after.fragments.get(fragment), fragment, undefined);
+  for (const [fragment, offsets] of after.fragments)
+    differing += onlyIn(offsets, before.fragments.get(fragment), fragment, undefined);
+  if (differing > maxRows) return undefined;
+  const removed: bigint[] = [];
+  const added: bigint[] = [];
   for (const [fragment, offsets] of before.fragments) onlyIn(offsets, after.fragments.get(fragment), fragment, removed);
   for (const [fragment, offsets] of after.fragments) onlyIn(offsets, before.fragments.get(fragment), fragment, added);
   return { removed, added };
 }
 
-/** The rows of `ids` with their row keys and `columns`. */
-function take(lance: LanceTable, ids: readonly bigint[], columns: readonly string[]): Promise<Table> {
-  return readAll(lance.takeRowIds([...ids]).select([ROW_KEY, ...columns]));
+/** The rows of `ids` with their row keys and `columns` (and their row ids, `withIds`). */
+function take(lance: LanceTable, ids: readonly bigint[], columns: readonly string[], withIds = false): Promise<Table> {
+  const query = lance.takeRowIds([...ids]).select([ROW_KEY, ...columns]);
+  return readAll(withIds ? query.withRowId() : query);
 }
 
 /** Each column's texts of the rows `keep` keeps (null for a null text). */
@@ -186,8 +256,6 @@ function textsByColumn(
 
 /** The texts of the rows gone and come, less the rows on both sides with the same key and texts. */
 function unmoved(gone: Table | undefined, come: Table | undefined, columns: readonly string[]): TextChanges {
-  const same = (a: Table, i: number, b: Table, j: number) =>
-    columns.every((c) => (a.getChild(c)?.get(i) ?? null) === (b.getChild(c)?.get(j) ?? null));
   const goneAt = new Map<bigint, number>();
   if (gone !== undefined) {
     for (const [i, key] of rowKeysOf(gone).entries()) goneAt.set(key, i);
@@ -197,7 +265,7 @@ function unmoved(gone: Table | undefined, come: Table | undefined, columns: read
   if (gone !== undefined && come !== undefined) {
     rowKeysOf(come).forEach((key, j) => {
       const i = goneAt.get(key);
-      if (i !== undefined && !movedGone.has(i) && same(gone, i, come, j)) {
+      if (i !== undefined && !movedGone.has(i) && sameRow(gone, i, come, j, columns)) {
         movedGone.add(i);
         movedCome.add(j);
       }

@@ -240,7 +240,7 @@ export class LanceRows extends LanceReads implements RowSource {
     columns: readonly string[],
     maxRows: number,
   ): Promise<TextChanges | undefined> {
-    return this.changes.between(from, to, columns, maxRows);
+    return this.changes.texts(from, to, columns, maxRows);
   }
 
   history(): History {

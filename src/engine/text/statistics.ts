@@ -54,8 +54,11 @@ interface Held {
   queued: { version: number; texts: NonNullable<CommitTexts> }[];
 }
 
-/** The texts a commit removed and added; undefined when they were not read (no statistics were kept). */
-export type CommitTexts = TextChanges | undefined;
+/**
+ * The texts a commit removed and added, and the version before the removed ones were read (absent when it removed
+ * none): undefined when they were not read (no statistics were kept).
+ */
+export type CommitTexts = (TextChanges & { readAt?: number }) | undefined;
 
 /** A commit of this node's, waiting for a build under way to take it in. */
 interface Delta {
@@ -171,15 +174,27 @@ export class TextStatistics {
 
   /**
    * Counts in the commits queued (tokenizing their texts), in order, and then catches up to `version` if it is later;
-   * readers wait for one another, so that none reads counts half way through a commit. False when the rows counted
-   * could not be followed (`bridge`): the statistics are let go of.
+   * readers wait for one another, so that none reads counts half way through a commit. A commit's texts count only
+   * where nothing changed the rows between the version counted and the commit: the texts it removed were read before
+   * it committed, and another node may have changed those rows in between. At the first such gap the rows that
+   * differ are read instead, up to the last commit queued at once. False when the rows could not be followed
+   * (`bridge`): the statistics are let go of.
    */
   private catchUp(held: Held, version: number): Promise<boolean> {
     const drained = (this.draining ?? Promise.resolve(true)).then(async () => {
       while (held.queued.length > 0) {
-        const next = held.queued.shift() as Held['queued'][number];
-        if (next.version <= held.version) continue;
-        if (!(await this.bridge(held, next.version - 1))) return this.letGo(held);
+        const next = held.queued[0] as Held['queued'][number];
+        if (next.version <= held.version) {
+          held.queued.shift();
+          continue;
+        }
+        if (!(await this.unchangedSince(held, next.texts, next.version))) {
+          const last = (held.queued.at(-1) as Held['queued'][number]).version;
+          held.queued = [];
+          if (!(await this.bridge(held, Math.max(last, version)))) return this.letGo(held);
+          break;
+        }
+        held.queued.shift();
         await this.apply(held, next.version, next.texts);
       }
       return version <= held.version || (await this.bridge(held, version)) || this.letGo(held);
@@ -201,15 +216,28 @@ export class TextStatistics {
    */
   private async bridge(held: Held, version: number): Promise<boolean> {
     if (version <= held.version) return true;
-    if (!(await this.unchanged(held.version, version))) {
-      let docs = 0;
-      for (const stats of held.columns.values()) docs = Math.max(docs, stats.docs);
-      const changes = await this.changedTexts(held.version, version, Math.max(BRIDGE_MIN_ROWS, docs / 2));
-      if (changes === undefined) return false;
-      await this.apply(held, version, changes);
+    try {
+      if (!(await this.unchanged(held.version, version))) {
+        let docs = 0;
+        for (const stats of held.columns.values()) docs = Math.max(docs, stats.docs);
+        const changes = await this.changedTexts(held.version, version, Math.max(BRIDGE_MIN_ROWS, docs / 2));
+        if (changes === undefined) return false;
+        await this.apply(held, version, changes);
+      }
+    } catch {
+      // A read of either version failed (pruned meanwhile, a store error): building from every row answers instead.
+      return false;
     }
     held.version = version;
     return true;
+  }
+
+  /**
+   * Whether a commit of this node's at `version` may be counted in by its texts: nothing changed the rows since
+   * `held`'s version, nor since its removed texts were read.
+   */
+  private unchangedSince(held: Held, texts: NonNullable<CommitTexts>, version: number): Promise<boolean> {
+    return this.unchanged(Math.min(held.version, texts.readAt ?? held.version), version - 1);
   }
 
   /** Whether the rows at `to` are those at `from`; versions a lost write may have made are not explained. */
@@ -222,11 +250,12 @@ export class TextStatistics {
     if (this.building?.version === version) return this.building.done;
     const done = this.scan(version).then(async (held) => {
       const deltas = this.pending.filter((d) => d.version > held.version).sort((a, b) => a.version - b.version);
-      // Those the build's version already holds are passed over; commits whose texts are unknown are left to the
-      // next reader's catching up, and one that cannot be followed ends the catching up here.
+      // Those the build's version already holds are passed over.
+      // A commit whose texts were not read, or one after a change between, ends it: the search's catching up reads
+      // the rows that differ.
       for (const { version: at, texts } of deltas) {
-        if (texts === undefined || at <= held.version) continue;
-        if (!(await this.bridge(held, at - 1))) break;
+        if (at <= held.version) continue;
+        if (texts === undefined || !(await this.unchangedSince(held, texts, at))) break;
         await this.apply(held, at, texts);
       }
       return held;
@@ -268,11 +297,18 @@ export class TextStatistics {
     return { version, columns, queued: [] };
   }
 
+  /** Counts a change in: every text tokenized first, so that a tokenizer's failure leaves the counts as they were. */
   private async apply(held: Held, version: number, texts: TextChanges): Promise<void> {
-    for (const fts of this.fts) {
-      const stats = held.columns.get(fts.column) as ColumnStatistics;
-      for (const tokens of await this.tokens(texts.removed.get(fts.column) ?? [], fts)) stats.count(tokens, -1);
-      for (const tokens of await this.tokens(texts.added.get(fts.column) ?? [], fts)) stats.count(tokens, 1);
+    const tokens = await Promise.all(
+      this.fts.map(async (fts) => ({
+        stats: held.columns.get(fts.column) as ColumnStatistics,
+        removed: await this.tokens(texts.removed.get(fts.column) ?? [], fts),
+        added: await this.tokens(texts.added.get(fts.column) ?? [], fts),
+      })),
+    );
+    for (const { stats, removed, added } of tokens) {
+      for (const row of removed) stats.count(row, -1);
+      for (const row of added) stats.count(row, 1);
     }
     held.version = version;
   }
@@ -346,6 +382,9 @@ export class TextStatistics {
         (lance) => lance.tokens,
       );
       byColumn.set(fts.column, tokens);
+      // A failure is not remembered: the next reader tokenizes again.
+      const cached = byColumn;
+      tokens.catch(() => cached.delete(fts.column));
     }
     return tokens;
   }

@@ -152,6 +152,8 @@ async function textsOfChange(
 ): Promise<CommitTexts> {
   if (table.indexes.fts.length === 0 || !table.text.kept) return undefined;
   const columns = [ROW_KEY, ...table.indexes.fts.map((f) => f.column)];
+  // Another node may change these rows before the commit: the statistics then read what changed instead.
+  const readAt = keys.length === 0 ? undefined : await table.rows.version();
   const read = keys.length === 0 ? [] : await table.rows.rowsByKey(keys, columns);
   return {
     removed: textsOfBatches(
@@ -159,6 +161,7 @@ async function textsOfChange(
       read.flatMap((t) => t.batches),
     ),
     added: textsOfBatches(table, batches),
+    readAt,
   };
 }
 

@@ -1,0 +1,94 @@
+import { describe, expect, test } from 'vitest';
+import { arrow } from '../src/arrow/arrow.js';
+import type { PositionedToken, Snapshot, TextChanges } from '../src/engine/rows/source.js';
+import type { Difference } from '../src/engine/tables/changes.js';
+import { type ChangedTexts, TextStatistics } from '../src/engine/text/statistics.js';
+
+/**
+ * BM25's statistics of the live rows (engine/text/statistics.ts) against a table held here (texts per version), with
+ * the reads of the rows that differ between versions (`changedTexts`) and Lance's tokenizer doubles that fail the
+ * way a Lance call can.
+ */
+
+type Versions = Map<number, (string | null)[]>;
+
+function multisetDiff(a: (string | null)[], b: (string | null)[]): TextChanges {
+  const left = [...a];
+  const added: (string | null)[] = [];
+  for (const t of b) {
+    const i = left.indexOf(t);
+    if (i >= 0) left.splice(i, 1);
+    else added.push(t);
+  }
+  return { removed: new Map([['s', left]]), added: new Map([['s', added]]) };
+}
+
+function statistics(
+  versions: Versions,
+  changed: ChangedTexts,
+  analyzer: 'standard' | 'english' = 'standard',
+  lanceTokens: (text: string) => Promise<PositionedToken[]> = async (text) =>
+    text
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((t, position) => ({ text: t, position })),
+) {
+  const snapshot = async (version: number): Promise<Snapshot> => ({
+    checkout: async () => undefined,
+    async *scan() {
+      const texts = versions.get(version) ?? [];
+      yield new arrow.RecordBatch({ s: arrow.vectorFromArray(texts, new arrow.Utf8()).data[0] as never });
+    },
+    close: () => undefined,
+  });
+  const difference = async (from: number, to: number): Promise<Difference> => (from === to ? 'none' : 'rewrite');
+  return new TextStatistics([{ column: 's', analyzer }], difference, changed, snapshot, (text) => lanceTokens(text));
+}
+
+describe('statistics following a commit they did not see, when a read fails', () => {
+  test('a store error reading the rows that differ builds them from every row instead', async () => {
+    const versions: Versions = new Map([
+      [1, ['red kettle', 'blue pot']],
+      [2, ['red kettle', 'blue pot', 'green tea']],
+    ]);
+    const stats = statistics(versions, async () => {
+      throw new Error('lance error: LanceError(IO): Generic LocalFileSystem error: Unable to open file');
+    });
+    expect((await stats.at(1, 's'))?.docs).toBe(2);
+    // Another node appended a row (version 2): building from every row of version 2 would answer.
+    expect((await stats.at(2, 's'))?.docs).toBe(3);
+  });
+
+  test('a tokenizer failure half way through leaves the counts as they were, and the next reader counts it once', async () => {
+    const versions: Versions = new Map([
+      [1, ['red kettle', 'blue pot']],
+      [2, ['red kettle', 'green tea']],
+    ]);
+    let failOnce = true;
+    const stats = statistics(
+      versions,
+      async (from, to) => multisetDiff(versions.get(from) ?? [], versions.get(to) ?? []),
+      'english',
+      async (text) => {
+        // Lance's tokenize failing once (a closed handle, a transient error) on the added row's text.
+        if (text.includes('green') && failOnce) {
+          failOnce = false;
+          throw new Error('Table is closed');
+        }
+        return text
+          .split(/\s+/)
+          .filter(Boolean)
+          .map((t, position) => ({ text: t, position }));
+      },
+    );
+    expect((await stats.at(1, 's'))?.docs).toBe(2);
+    await stats.at(2, 's').catch(() => undefined);
+    // Tried again, the live rows of version 2 are two rows of two tokens each.
+    const again = await stats.at(2, 's');
+    expect({ docs: again?.docs, tokens: again?.tokens, pot: again?.docsWith('pot') }).toEqual({
+      docs: 2,
+      tokens: 4,
+      pot: 0,
+    });
+  });
+});
