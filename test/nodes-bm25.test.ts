@@ -71,6 +71,53 @@ describe('BM25 over the live rows, written through another node', () => {
   });
 });
 
+describe('the fresh rows of a table nodes share', () => {
+  test('a node that did not write the rows outside the index reads them from the bucket and follows the table', async () => {
+    const writes = await writer.as('acme');
+    const searches: Client = await reader.as('acme');
+    const tables = await textTable(writes, 'followed', 'docs');
+    const words = ['oak', 'ash', 'elm', 'fir', 'yew'];
+    let seed = 3;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+    const body = () => Array.from({ length: 1 + Math.floor(random() * 5) }, () => pick(words)).join(' ');
+    const model = new LiveTexts(tables, 'docs', body, random);
+    const check = (step: string) =>
+      model.expectScores(searches, 'followed', `${pick(words)} ${pick(words)}`, false, step);
+    const held = async () => {
+      let rows = -1;
+      await onTableHandle(reader, 'followed', 'docs', async (handle) => {
+        expect(handle.fresh.follows).toBe(true);
+        expect(handle.fresh.usable('text')).toBe(true);
+        rows = handle.fresh.size;
+      });
+      return rows;
+    };
+
+    await model.append(150);
+    await upkeepPass(writer, 'followed');
+    await model.append(30);
+    // The first search on the other node reads the 30 rows written since the recorded fold from the bucket.
+    await check('a tail written through the other node');
+    expect(await held()).toBe(30);
+
+    await model.change('update');
+    await model.change('delete');
+    await model.append(10);
+    await check('replaced, deleted and appended through the other node');
+    expect(await held()).toBeGreaterThanOrEqual(40);
+
+    await upkeepPass(writer, 'followed');
+    await model.append(5);
+    await check('folded, and appended again');
+    // The fold recorded let go of every row it covered.
+    expect(await held()).toBe(5);
+  });
+});
+
 async function scores(client: Client, table: string, query: string) {
   const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
     'POST',

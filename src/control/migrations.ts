@@ -105,6 +105,10 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   // When upkeep last committed work on each table, whichever node did it (`list_tables`' last_upkeep_ms).
   'ALTER TABLE tables ADD COLUMN upkeep_ms BIGINT;',
+  // The versions up to which upkeep (on any node) last folded every row into each kind of search index: where nodes
+  // share a table, a node follows the rows outside the indexes from there (docs/architecture.md, fresh tier).
+  `ALTER TABLE tables ADD COLUMN text_folded_version BIGINT;
+   ALTER TABLE tables ADD COLUMN vector_folded_version BIGINT;`,
 ];
 
 /**

@@ -1,5 +1,5 @@
 import type { DatabaseState } from '../contract/databases.js';
-import type { TableRecord } from '../engine/tables/catalog.js';
+import type { FoldedKind, Folds, TableRecord } from '../engine/tables/catalog.js';
 import type { Db } from './dialect/db.js';
 import { sql } from './dialect/sql.js';
 import type { ControlEvents } from './events.js';
@@ -189,6 +189,15 @@ export abstract class SqlControlStore implements ControlStore {
 
   recordUpkeep(tableId: string, atMs: number): Promise<void> {
     return this.q.tables.upkept(tableId, atMs);
+  }
+
+  recordFold(tableId: string, kinds: readonly FoldedKind[], version: number): Promise<void> {
+    // Lost in a power cut, a fold only leaves other nodes following more rows than they need.
+    return this.onRequestPath.tables.folded(tableId, kinds, version);
+  }
+
+  foldsOf(tableId: string): Promise<Folds> {
+    return this.onRequestPath.tables.folds(tableId);
   }
 
   async beginIdempotent(

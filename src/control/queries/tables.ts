@@ -1,4 +1,4 @@
-import type { TableRecord } from '../../engine/tables/catalog.js';
+import type { FoldedKind, Folds, TableRecord } from '../../engine/tables/catalog.js';
 import { type Db, isUniqueViolation } from '../dialect/db.js';
 import { rowLock, sql } from '../dialect/sql.js';
 import { type TableRow, tableExists, tableFromRow } from '../records.js';
@@ -52,6 +52,31 @@ export const tables = (db: Db) => ({
 
   upkept: async (tableId: string, atMs: number): Promise<void> => {
     await db.run(sql`UPDATE tables SET upkeep_ms = ${atMs} WHERE table_id = ${tableId}`);
+  },
+
+  /** Each kind's version moves only forward: folds recorded late, out of order, leave the later one. */
+  async folded(tableId: string, kinds: readonly FoldedKind[], version: number): Promise<void> {
+    if (kinds.includes('text')) {
+      await db.run(
+        sql`UPDATE tables SET text_folded_version = ${version}
+              WHERE table_id = ${tableId} AND (text_folded_version IS NULL OR text_folded_version < ${version})`,
+      );
+    }
+    if (kinds.includes('vector')) {
+      await db.run(
+        sql`UPDATE tables SET vector_folded_version = ${version}
+              WHERE table_id = ${tableId} AND (vector_folded_version IS NULL OR vector_folded_version < ${version})`,
+      );
+    }
+  },
+
+  async folds(tableId: string): Promise<Folds> {
+    const row = await db.get<{
+      text_folded_version: number | string | null;
+      vector_folded_version: number | string | null;
+    }>(sql`SELECT text_folded_version, vector_folded_version FROM tables WHERE table_id = ${tableId}`);
+    const version = (v: number | string | null | undefined) => (v === null || v === undefined ? undefined : Number(v));
+    return { text: version(row?.text_folded_version), vector: version(row?.vector_folded_version) };
   },
 
   /**

@@ -1,8 +1,10 @@
-import type { RecordBatch } from 'apache-arrow';
+import type { RecordBatch, Table } from 'apache-arrow';
 import type { FtsIndex, VectorIndex } from '../indexes/registry.js';
 import type { TextOperator } from '../rows/source.js';
 import type { CollectionStatistics } from '../text/bm25.js';
-import type { ColumnTexts } from '../text/statistics.js';
+import { type ColumnTexts, textsOf } from '../text/statistics.js';
+import { rowKeysOf } from '../writes/rows.js';
+import { vectorsOf } from './batches.js';
 import type { BudgetedTier, FreshBudget } from './budget.js';
 import { FreshPostings } from './postings.js';
 import { MatrixLost } from './vector-scans.js';
@@ -55,6 +57,30 @@ export class FreshGone extends Error {
     super('the fresh rows were let go of during the search');
   }
 }
+
+/**
+ * Where nodes share a table: how its fresh rows follow it from version to version rather than being told of this
+ * node's commits (`FreshRows.follow`).
+ */
+export interface FreshFollowing {
+  /**
+   * The rows only `from` holds and, of those only `to` holds, the ones some search index does not cover (as stored:
+   * `RowSource.changedRows`); undefined when not to be had.
+   */
+  changes(from: number, to: number, maxRows: number): Promise<{ removed: Table; added: Table } | undefined>;
+  /** The versions up to which upkeep, on whichever node, last folded every row into each kind of index. */
+  folds(): Promise<Partial<Record<'text' | 'vector', number>>>;
+}
+
+/**
+ * Rows that may differ between two versions a following tier is brought across: past it (a large load, or a
+ * compaction that moved the table's rows), the rows held are let go of until the next fold (reading them would hold
+ * the search up for longer than Lance takes to read what the indexes miss).
+ */
+const FOLLOW_MAX_ROWS = 100_000;
+
+/** How long the recorded folds read for a version stand before they are read again. */
+const FOLDS_REFRESH_MS = 1000;
 
 /** Estimated bytes of a held row, beyond its texts and vectors (map entries, postings, keys). */
 const ROW_BYTES = 128;
@@ -114,6 +140,10 @@ export class FreshRows implements BudgetedTier {
   private floor: number | undefined;
   /** The bound the rows were last swept below: rows added since are all past it, so only a higher one sweeps. */
   private sweptBelow = Number.NEGATIVE_INFINITY;
+  /** Where the rows are followed: the version they were brought up to, and the folds last read (`follow`). */
+  private followedAt: number | undefined;
+  private followed: Promise<void> = Promise.resolve();
+  private foldsRead: { version: number; ms: number } | undefined;
   /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
   private dropped = false;
   private disposed = false;
@@ -130,17 +160,24 @@ export class FreshRows implements BudgetedTier {
     private readonly tokens: (texts: readonly (string | null)[], column: string) => Promise<string[][]>,
     private readonly budget?: FreshBudget,
     private readonly matrices?: MatrixMaker,
+    /** Where other nodes write the table too: the rows are followed (search indexes only: keys are looked up in Lance). */
+    private readonly following?: FreshFollowing,
   ) {
     const has: Record<FreshKind, boolean> = {
       text: indexes.fts.length > 0,
       vector: indexes.vector.length > 0,
-      key: indexes.keyed === true,
+      key: indexes.keyed === true && following === undefined,
     };
     this.kinds = FRESH_KINDS.filter((kind) => has[kind]);
     this.holdsRows = has.text || has.vector;
     // A budget of nothing (`STRATA_FRESH_TIER_MB=0`) turns the tier off.
-    this.tracking = soleWriter && this.kinds.length > 0 && (budget === undefined || budget.limitBytes > 0);
+    this.tracking =
+      (soleWriter || following !== undefined) &&
+      this.kinds.length > 0 &&
+      (budget === undefined || budget.limitBytes > 0);
     this.clear();
+    // Followed rows are usable only once the first `follow` knows from where they were followed.
+    if (following !== undefined) this.floor = Number.POSITIVE_INFINITY;
     if (this.tracking) budget?.join(this);
   }
 
@@ -164,7 +201,14 @@ export class FreshRows implements BudgetedTier {
    * of. Upkeep may then let a tail grow before it folds it.
    */
   get holdsTail(): boolean {
-    return this.tracking && this.holdsRows && !this.dropped && this.kinds.every((kind) => this.foldedAt.has(kind));
+    // Followed rows are this node's alone: the others read the tail Lance's way, and upkeep folds it for them.
+    return (
+      this.following === undefined &&
+      this.tracking &&
+      this.holdsRows &&
+      !this.dropped &&
+      this.kinds.every((kind) => this.foldedAt.has(kind))
+    );
   }
 
   /** Rows held. */
@@ -174,6 +218,105 @@ export class FreshRows implements BudgetedTier {
 
   /** This node committed `version`: it removed the rows of `removed` and wrote those of `added`, with `write`. */
   committed(version: number, removed: readonly bigint[], added: readonly bigint[], write: FreshWrite): void {
+    // Followed rows come from the table itself, this node's commits among them.
+    if (this.following === undefined) this.hold(version, removed, added, write);
+  }
+
+  /**
+   * Where nodes share the table: brings the rows held up to `version` by the rows that differ from the version
+   * followed last (every node's commits, folds and compactions alike), and takes the folds upkeep recorded. The first call starts from the oldest recorded fold while the table keeps its version,
+   * reading the rows written since from the bucket; otherwise (and after too large a change) the rows are usable
+   * once a fold from then on is recorded. Rows are marked with the version they were followed to, never an earlier
+   * one than their commit's, so that a fold lets go only of rows it covered. True when the rows moved to a later
+   * version.
+   */
+  async follow(version: number): Promise<boolean> {
+    const following = this.following;
+    if (following === undefined || !this.tracking || this.disposed) return false;
+    const before = this.followedAt;
+    const next = this.followed.then(() => this.followTo(following, version));
+    this.followed = next.catch(() => this.restart());
+    await this.followed;
+    return this.followedAt !== before;
+  }
+
+  /** Whether the rows are followed (`follow`) rather than told of this node's commits. */
+  get follows(): boolean {
+    return this.following !== undefined && this.tracking;
+  }
+
+  private async followTo(following: FreshFollowing, version: number): Promise<void> {
+    const epoch = this.epoch;
+    const at = this.followedAt;
+    if (at === undefined) {
+      const folds = await following.folds();
+      let from: number | undefined;
+      for (const kind of this.kinds) {
+        const fold = folds[kind as 'text' | 'vector'];
+        from = fold === undefined || from === undefined ? fold : Math.min(from, fold);
+        if (fold === undefined) break;
+      }
+      const changes =
+        from !== undefined && from < version ? await following.changes(from, version, FOLLOW_MAX_ROWS) : undefined;
+      if (epoch !== this.epoch) return;
+      this.followedAt = version;
+      this.floor = changes !== undefined || from === version ? from : version;
+      if (changes !== undefined) this.holdChanges(version, changes);
+      this.takeFolds(folds, version);
+      return;
+    }
+    if (version > at) {
+      const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
+      if (epoch !== this.epoch) return;
+      this.followedAt = version;
+      if (changes === undefined) {
+        // What is held no longer stands for the rows outside the indexes: none are, until a fold from here.
+        this.letGo();
+        this.floor = version;
+      } else this.holdChanges(version, changes);
+    }
+    const read = this.foldsRead;
+    if (read === undefined || read.version !== version || Date.now() - read.ms > FOLDS_REFRESH_MS) {
+      this.takeFolds(await following.folds(), version);
+    }
+  }
+
+  private takeFolds(folds: Partial<Record<'text' | 'vector', number>>, version: number): void {
+    this.foldsRead = { version, ms: Date.now() };
+    for (const kind of this.kinds) {
+      const fold = folds[kind as 'text' | 'vector'];
+      if (fold !== undefined) this.folded(fold, [kind]);
+    }
+  }
+
+  /**
+   * The rows a step of following removed and added, held as a commit of them would be: every row it removed goes, and
+   * every row it added that some index does not cover is held from this step's version (`FreshFollowing.changes`);
+   * a row a compaction moved into covered fragments is no longer held.
+   */
+  private holdChanges(version: number, changes: { removed: Table; added: Table }): void {
+    const batches = changes.added.batches;
+    const write: FreshWrite = {
+      texts: new Map(this.indexes.fts.map((f) => [f.column, batches.flatMap((b) => textsOf(b, f.column))] as const)),
+      vectors: new Map(
+        this.indexes.vector.map((v) => [v.column, batches.flatMap((b) => vectorsOf(b, v.column))] as const),
+      ),
+      rows: batches,
+    };
+    this.hold(version, Array.from(rowKeysOf(changes.removed)), Array.from(rowKeysOf(changes.added)), write);
+  }
+
+  /**
+   * Following failed (a read of the table, or of the folds): it starts again with the next search, and no fold counts
+   * until then.
+   */
+  private restart(): void {
+    this.letGo();
+    this.followedAt = undefined;
+    this.floor = Number.POSITIVE_INFINITY;
+  }
+
+  private hold(version: number, removed: readonly bigint[], added: readonly bigint[], write: FreshWrite): void {
     // A write that commits after its table closed counts in nothing: its rows would hold a matrix nobody frees.
     if (!this.tracking || this.disposed) return;
     this.lastVersion = Math.max(this.lastVersion, version);
@@ -198,6 +341,10 @@ export class FreshRows implements BudgetedTier {
    * lookups read Lance's own way; the rows of later commits are held again meanwhile.
    */
   unsettled(): void {
+    if (this.following !== undefined) {
+      this.restart();
+      return;
+    }
     this.letGo();
     // A fold counts only from the next commit's version on: one that began before the lost write may not cover it.
     this.floor = Number.POSITIVE_INFINITY;

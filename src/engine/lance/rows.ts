@@ -22,7 +22,7 @@ import {
   type VersionInfo,
 } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
-import { annColumns, annIndex, indexType, warmIndexes } from './indexes.js';
+import { annColumns, annIndex, indexType, LANCE_METRIC, warmIndexes } from './indexes.js';
 import {
   ALL_ROWS,
   appendBatches,
@@ -32,12 +32,13 @@ import {
   isMissingDataset,
   type LanceTable,
   LOAD_BATCH_ROWS,
+  MatchQuery,
   PREDICATE_READ,
   READ_OPTIONS,
   readAll,
   streamOf,
 } from './lance.js';
-import { fullTextQuery, textLeg, vectorLeg } from './legs.js';
+import { fullTextQuery, NPROBES, textLeg, vectorLeg } from './legs.js';
 import { RowChanges } from './row-changes.js';
 import { RowKeys, readByKeys } from './row-keys.js';
 import type { UpkeepJob, UpkeepProcess } from './upkeep-process.js';
@@ -241,6 +242,93 @@ export class LanceRows extends LanceReads implements RowSource {
     maxRows: number,
   ): Promise<TextChanges | undefined> {
     return this.changes.texts(from, to, columns, maxRows);
+  }
+
+  async changedRows(
+    from: number,
+    to: number,
+    columns: readonly string[],
+    maxRows: number,
+  ): Promise<{ removed: Table; added: Table } | undefined> {
+    const rows = await this.changes.between(from, to, columns, columns, maxRows);
+    if (rows === undefined) return undefined;
+    const come = rows.come;
+    const added = come === undefined ? [] : await this.outsideIndexes(come);
+    return {
+      removed: rows.gone ?? new arrow.Table(),
+      added: new arrow.Table(added.map((batch) => batch.select([ROW_KEY, ...columns]))),
+    };
+  }
+
+  /**
+   * The rows (read with their row ids) that some search index does not cover yet, as slices of the batches they came
+   * in. Coverage is a fragment's: one row of each fragment is looked for through each index alone (a full-text
+   * match of its own text, a vector search for its own vector, filtered to its row id), which finds it only where the
+   * index covers its fragment. A compaction's fragments are covered as the fragments it replaced were; an append's
+   * and a replace's are not until a fold. A vector column without an ANN index is not asked (its leg scans it).
+   */
+  private async outsideIndexes(rows: Table): Promise<RecordBatch[]> {
+    // Another node may have built an ANN index since this one looked.
+    await this.recheckAnn(true);
+    const ids = rows.getChild('_rowid');
+    const byFragment = new Map<bigint, number[]>();
+    for (let i = 0; i < rows.numRows; i++) {
+      const fragment = (ids?.get(i) as bigint) >> 32n;
+      const at = byFragment.get(fragment);
+      if (at === undefined) byFragment.set(fragment, [i]);
+      else at.push(i);
+    }
+    const out: RecordBatch[] = [];
+    for (const at of byFragment.values()) {
+      if (await this.coveredAt(rows, at)) continue;
+      for (let r = 0; r < at.length; ) {
+        let end = r + 1;
+        while (end < at.length && at[end] === (at[end - 1] as number) + 1) end++;
+        out.push(...rows.slice(at[r], (at[end - 1] as number) + 1).batches);
+        r = end;
+      }
+    }
+    return out;
+  }
+
+  /** Whether every search index covers the fragment of the rows `at` of `rows` (see `outsideIndexes`). */
+  private async coveredAt(rows: Table, at: readonly number[]): Promise<boolean> {
+    const ids = rows.getChild('_rowid');
+    for (const { column } of this.declared.fts) {
+      const texts = rows.getChild(column);
+      const i = at.find((row) => ((texts?.get(row) as string | null) ?? '').trim() !== '');
+      if (i === undefined) continue;
+      const found = await readAll(
+        this.lance
+          .query()
+          .fullTextSearch(new MatchQuery(texts?.get(i) as string, column))
+          .fastSearch()
+          .where(`_rowid = ${ids?.get(i) as bigint}`)
+          .select([ROW_KEY])
+          .limit(1),
+      );
+      if (found.numRows === 0) return false;
+    }
+    for (const { column, metric } of this.declared.vector) {
+      const vectors = rows.getChild(column);
+      const i = at.find((row) => vectors?.get(row) !== null);
+      // Without an ANN index a vector leg scans its column exactly, held rows or not.
+      if (i === undefined || !this.ann.has(column)) continue;
+      const vector = Array.from((vectors?.get(i) as { toArray(): Float32Array }).toArray());
+      const found = await readAll(
+        this.lance
+          .vectorSearch(vector)
+          .column(column)
+          .distanceType(LANCE_METRIC[metric])
+          .fastSearch()
+          .where(`_rowid = ${ids?.get(i) as bigint}`)
+          .select([ROW_KEY])
+          .nprobes(NPROBES)
+          .limit(1),
+      );
+      if (found.numRows === 0) return false;
+    }
+    return true;
   }
 
   history(): History {

@@ -34,6 +34,8 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     req.consistency === 'eventual',
   );
   const { receipt } = freshness;
+  // Where nodes share the table, the fresh rows beside the indexes follow it to the search's version first.
+  if (filter === undefined && freshness.outside.some((rows) => rows > 0)) await table.fresh.follow(receipt.version);
   const n = texts.length;
   const textIndexed = n > 0 && freshness.indexed.slice(0, n).every(Boolean);
   const textOutside = Math.max(0, ...freshness.outside.slice(0, n));

@@ -271,6 +271,13 @@ async function readBeside(
     let found = await fresh();
     if (found === undefined) return await read.index(undefined);
     const indexed = await reading;
+    // Followed rows (nodes sharing the table): another node's replace that landed before the index read ended may
+    // have left the old row out of it and the new one out of the rows searched; brought up to a version at least as
+    // late as the index read's, they are searched again.
+    if (table.fresh.follows && (await table.fresh.follow(await table.rows.version()))) {
+      found = await fresh();
+      if (found === undefined) return await read.index(undefined);
+    }
     // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
     // fresh rows searched before it was told (the new row): once it has told them, they are searched again.
     if (table.changes.rewroteSince(rewrites)) {

@@ -18,6 +18,12 @@ export interface TableRecord {
   upkeepMs?: number;
 }
 
+/** The kinds of search index whose folds are recorded for every node (`CatalogStore.recordFold`). */
+export type FoldedKind = 'text' | 'vector';
+
+/** Per kind of search index, the version up to which upkeep last folded every row into it; absent before any. */
+export type Folds = Partial<Record<FoldedKind, number>>;
+
 /** What the engine needs of the control store to keep each database's catalog. */
 export interface CatalogStore {
   /** Throws `Conflict` when the database already has a table of that name. */
@@ -40,4 +46,8 @@ export interface CatalogStore {
    * Answers the release.
    */
   holdKeys(tableId: string): Promise<() => Promise<void>>;
+  /** Upkeep (on any node) folded every row committed up to `version` into the table's indexes of `kinds`. */
+  recordFold(tableId: string, kinds: readonly FoldedKind[], version: number): Promise<void>;
+  /** The versions of the table's last recorded folds. */
+  foldsOf(tableId: string): Promise<Folds>;
 }

@@ -4,7 +4,7 @@ import type { Static } from 'typebox';
 import type { CreateTableBody } from '../../contract/tables.js';
 import { BadRequest, Conflict, LimitExceeded, NotFound } from '../../errors.js';
 import type { FreshBudget } from '../fresh/budget.js';
-import { FreshRows } from '../fresh/rows.js';
+import { FRESH_KINDS, FreshRows } from '../fresh/rows.js';
 import type { MatrixMaker } from '../fresh/vectors.js';
 import {
   builtAtCreation,
@@ -16,7 +16,7 @@ import {
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
-import type { CatalogStore, TableRecord } from './catalog.js';
+import type { CatalogStore, FoldedKind, TableRecord } from './catalog.js';
 import { TableChanges } from './changes.js';
 import { keyIndexOf, primaryKeyOf, withPrimaryKey } from './primary-key.js';
 import { type ColumnDescriptor, schemaFromFields, schemaFromIpc, schemaToIpc, storedSchema } from './schema.js';
@@ -101,6 +101,8 @@ export class TableHandle {
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
     fresh: FreshTier = { soleWriter: false },
+    /** Where folds are recorded for every node (`folded`), and read back where nodes share the table. */
+    private readonly folds?: Pick<CatalogStore, 'foldsOf' | 'recordFold'>,
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
     this.unindexed = new UnindexedRows(rows, indexes, this.primaryKey?.name, (from, to) =>
@@ -128,9 +130,30 @@ export class TableHandle {
       (texts, column) => this.text.tokensOf(texts, column),
       fresh.budget,
       fresh.matrices,
+      fresh.soleWriter || folds === undefined
+        ? undefined
+        : {
+            changes: (from, to, maxRows) =>
+              rows.changedRows(
+                from,
+                to,
+                schema.fields.map((f) => f.name),
+                maxRows,
+              ),
+            folds: () => folds.foldsOf(record.tableId),
+          },
     );
     // Every row the indexes of a kind cover at a version is one the fresh rows need not hold: as good as a fold.
     this.unindexed.onCovered = (version, kinds) => this.fresh.folded(version, kinds);
+  }
+
+  /**
+   * Upkeep folded every row committed up to `version` into the indexes of `kinds` (all by default): the fresh rows
+   * let go of those, and the fold is recorded for the nodes that follow the table (`FreshRows.follow`).
+   */
+  folded(version: number, kinds?: readonly FoldedKind[]): void {
+    this.fresh.folded(version, kinds ?? FRESH_KINDS);
+    this.folds?.recordFold(this.record.tableId, kinds ?? ['text', 'vector'], version).catch(() => undefined);
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
@@ -330,7 +353,8 @@ export class Tables {
       const pending = (async () => {
         const indexes = storedIndexes(record.indexes);
         const rows = await this.store.open(record.tableId, indexes);
-        return new TableHandle(record, schemaFromIpc(record.schemaIpc), indexes, rows, this.store, this.fresh);
+        const schema = schemaFromIpc(record.schemaIpc);
+        return new TableHandle(record, schema, indexes, rows, this.store, this.fresh, this.catalog);
       })();
       const opening: { pending: Promise<TableHandle>; open?: TableHandle } = { pending };
       pending.then(

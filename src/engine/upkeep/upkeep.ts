@@ -378,7 +378,7 @@ export class Upkeep {
       if (optimized) {
         // What the pass found behind is folded in; rows written meanwhile are counted again from the statistics.
         table.unindexed.folded();
-        table.fresh.folded(version);
+        table.folded(version);
         kept.tidied = version;
         kept.behindSince = undefined;
         await table.rows.compacted();
@@ -412,7 +412,7 @@ export class Upkeep {
     for (const declared of text) rebuilt = (await this.train(table, declared, true)) && rebuilt;
     if (rebuilt) {
       table.unindexed.rebuilt(version);
-      table.fresh.folded(version, ['text']);
+      table.folded(version, ['text']);
     }
     await table.unindexed.at(await table.rows.version());
     return true;
