@@ -36,6 +36,7 @@ import { DIM, makeCorpus, makeQueries } from './corpus.js';
 import {
   ARROW,
   activeDatabase,
+  appendWaiting,
   batchOf,
   flushDisk,
   percentile,
@@ -362,6 +363,8 @@ interface IngestSide {
   searched_on: 'idle' | 'writing_node' | 'other_node';
   hybrid_ms: { p50: number; p99: number; n: number };
   rows_appended: number;
+  /** The searching node's fresh tier (`strata_fresh_rows`), read every second: least, median and most rows held. */
+  fresh_rows_held: { min: number; p50: number; max: number };
 }
 
 /**
@@ -395,6 +398,13 @@ async function searchWhileAppending(
       appended += APPEND_ROWS;
     }
   })();
+  const held: number[] = [];
+  const sampling = setInterval(() => {
+    searcher
+      .get('/metrics')
+      .then((metrics) => held.push(Number(/^strata_fresh_rows (\S+)$/m.exec(metrics.toString())?.[1] ?? Number.NaN)))
+      .catch(() => undefined);
+  }, 1000);
   const latencies: number[] = [];
   const until = performance.now() + INGEST_SECONDS * 1000;
   for (let i = 0; performance.now() < until || latencies.length < 5; i++) {
@@ -407,11 +417,14 @@ async function searchWhileAppending(
     latencies.push(performance.now() - start);
   }
   appending = false;
+  clearInterval(sampling);
   await appends;
+  const rows = [...held].sort((a, b) => a - b);
   return {
     searched_on: side,
     hybrid_ms: summary(latencies.slice(Math.min(5, latencies.length - 1))),
     rows_appended: appended,
+    fresh_rows_held: { min: rows[0] ?? 0, p50: percentile(rows, 50), max: rows.at(-1) ?? 0 },
   };
 }
 
@@ -437,7 +450,8 @@ async function ingestPhase(
   );
   for (let start = 0; start < ROWS; start += LOAD_BATCH) {
     const body = batchBody(corpus, start, Math.min(ROWS, start + LOAD_BATCH));
-    await first.post(`/v1/append/bench?table=${table}`, body, { 'content-type': ARROW, accept: ARROW });
+    // At a million rows the load runs into backpressure (429 index_behind) while upkeep builds the indexes.
+    await appendWaiting(first, `/v1/append/bench?table=${table}`, body, { 'content-type': ARROW, accept: ARROW });
   }
   await first.post('/v1/count/bench', JSON.stringify({ table_name: table, field_name: 'body', query: 'x' }));
   await untilServed(second, '/v1/schema/bench', JSON.stringify({ table_name: table }));
@@ -450,7 +464,7 @@ async function ingestPhase(
   sides.push(await searchWhileAppending('other_node', first, second, table, corpus, queries, 20 * ROWS));
   for (const side of sides) {
     console.log(
-      `ingest: hybrid on the ${side.searched_on.replace('_', ' ')} p50 ${side.hybrid_ms.p50} ms, p99 ${side.hybrid_ms.p99} ms (${side.hybrid_ms.n} searches, ${side.rows_appended} rows appended meanwhile)`,
+      `ingest: hybrid on the ${side.searched_on.replace('_', ' ')} p50 ${side.hybrid_ms.p50} ms, p99 ${side.hybrid_ms.p99} ms (${side.hybrid_ms.n} searches, ${side.rows_appended} rows appended meanwhile; fresh rows held ${side.fresh_rows_held.min}–${side.fresh_rows_held.max}, median ${side.fresh_rows_held.p50})`,
     );
   }
   return sides;
