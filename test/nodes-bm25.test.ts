@@ -260,3 +260,97 @@ describe('two nodes appending in turn', () => {
     expect(layouts.mock.calls.length).toBeLessThanOrEqual(2);
   });
 });
+
+async function searchRows(client: Client, database: string, table: string, query: string) {
+  const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
+    'POST',
+    `/v1/hybrid_search/${database}`,
+    { table_name: table, text_field: 'body', text_query: query, operator: 'or', k: 1000, projection: ['id'] },
+    { accept: 'application/json' },
+  );
+  expect(reply.status, JSON.stringify(reply.json)).toBe(200);
+  return reply.json.data;
+}
+
+/**
+ * Arms one search's text leg on the reader: after its fresh rows were searched and before its index read, `between`
+ * runs (another node's commit, and another search on this node that follows the table meanwhile).
+ */
+async function raceTextLeg(database: string, table: string, between: () => Promise<void>) {
+  await onTableHandle(reader, database, table, async (handle) => {
+    const fresh = handle.fresh as unknown as { searchText: (...args: unknown[]) => Promise<unknown> };
+    const rows = handle.rows as unknown as { textLeg: (...args: unknown[]) => Promise<unknown> };
+    const searchText = fresh.searchText.bind(fresh);
+    const textLeg = rows.textLeg.bind(rows);
+    let searched!: () => void;
+    const freshSearched = new Promise<void>((resolve) => {
+      searched = resolve;
+    });
+    fresh.searchText = async (...args: unknown[]) => {
+      fresh.searchText = searchText;
+      const out = await searchText(...args);
+      searched();
+      return out;
+    };
+    rows.textLeg = async (...args: unknown[]) => {
+      rows.textLeg = textLeg;
+      await freshSearched;
+      await between();
+      return textLeg(...args);
+    };
+  });
+}
+
+describe('a leg whose fresh rows another search brought forward during its index read', () => {
+  test.each(['update'] as const)(
+    "another node's %s of an indexed row, landing during the index read while a concurrent search follows",
+    async (action) => {
+      const database = `race_${action}`;
+      const writes = await writer.as('acme');
+      const searches = await reader.as('acme');
+      const tables = await textTable(writes, database, 'docs');
+      const live = new Map<number, string>();
+      const rowsOf = (from: number, n: number) =>
+        Array.from({ length: n }, (_, i) => {
+          const id = from + i;
+          const body = `word${id % 5} ${id % 3 === 0 ? 'kettle' : 'pot'}`;
+          live.set(id, body);
+          return { id, body };
+        });
+      expect((await tables.append('docs', rowsOf(0, 150))).status).toBe(200);
+      await upkeepPass(writer, database);
+      // A tail outside the index: the reader holds it beside the index.
+      expect((await tables.append('docs', rowsOf(150, 30))).status).toBe(200);
+      await searchRows(searches, database, 'docs', 'kettle');
+      await onTableHandle(reader, database, 'docs', async (handle) => {
+        expect(handle.fresh.follows).toBe(true);
+        expect(handle.fresh.usable('text')).toBe(true);
+        expect(handle.fresh.size).toBe(30);
+      });
+
+      // Row 3 is in the index. While the search reads its index, the other node replaces (or deletes) a tail row
+      // and row 3, and another search on this node follows the table to that version.
+      await raceTextLeg(database, 'docs', async () => {
+        if (action === 'update') {
+          expect((await tables.update('docs', 'id = 3', [{ id: 3, body: 'kettle kettle' }])).status).toBe(200);
+        } else {
+          expect((await tables.remove('docs', 'id IN (0, 153)')).status).toBe(200);
+        }
+        await searchRows(searches, database, 'docs', 'pot');
+      });
+      const got = await searchRows(searches, database, 'docs', 'kettle');
+      const before = referenceBm25(live, 'kettle', false);
+      if (action === 'update') live.set(3, 'kettle kettle');
+      else {
+        live.delete(0);
+        live.delete(153);
+      }
+      const after = referenceBm25(live, 'kettle', false);
+      const ids = got.map((r) => r.id).sort((a, b) => a - b);
+      // Answered at the version before the commit or after it, never a mix.
+      const wantBefore = [...before.keys()].sort((a, b) => a - b);
+      const wantAfter = [...after.keys()].sort((a, b) => a - b);
+      expect([wantBefore, wantAfter], `got ${ids.length} rows`).toContainEqual(ids);
+    },
+  );
+});

@@ -227,22 +227,24 @@ export class FreshRows implements BudgetedTier {
    * followed last (every node's commits, folds and compactions alike), and takes the folds upkeep recorded. The first call starts from the oldest recorded fold while the table keeps its version,
    * reading the rows written since from the bucket; otherwise (and after too large a change) the rows are usable
    * once a fold from then on is recorded. Rows are marked with the version they were followed to, never an earlier
-   * one than their commit's, so that a fold lets go only of rows it covered. True when the rows moved to a later
-   * version.
+   * one than their commit's, so that a fold lets go only of rows it covered.
    */
-  async follow(version: number): Promise<boolean> {
+  async follow(version: number): Promise<void> {
     const following = this.following;
-    if (following === undefined || !this.tracking || this.disposed) return false;
-    const before = this.followedAt;
+    if (following === undefined || !this.tracking || this.disposed) return;
     const next = this.followed.then(() => this.followTo(following, version));
     this.followed = next.catch(() => this.restart());
     await this.followed;
-    return this.followedAt !== before;
   }
 
   /** Whether the rows are followed (`follow`) rather than told of this node's commits. */
   get follows(): boolean {
     return this.following !== undefined && this.tracking;
+  }
+
+  /** The version the rows were last followed to, and the let-go count: a search compares them before and after. */
+  get followedMark(): string {
+    return `${this.followedAt}:${this.epoch}`;
   }
 
   private async followTo(following: FreshFollowing, version: number): Promise<void> {
@@ -259,7 +261,10 @@ export class FreshRows implements BudgetedTier {
       const changes =
         from !== undefined && from < version ? await following.changes(from, version, FOLLOW_MAX_ROWS) : undefined;
       if (epoch !== this.epoch) return;
+      // A fold found meanwhile started the following: it goes on from there.
+      if (this.followedAt !== undefined) return this.followTo(following, version);
       this.followedAt = version;
+      this.lastVersion = Math.max(this.lastVersion, version);
       this.floor = changes !== undefined || from === version ? from : version;
       if (changes !== undefined) this.holdChanges(version, changes);
       this.takeFolds(folds, version);
@@ -269,6 +274,7 @@ export class FreshRows implements BudgetedTier {
       const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
       if (epoch !== this.epoch) return;
       this.followedAt = version;
+      this.lastVersion = Math.max(this.lastVersion, version);
       if (changes === undefined) {
         // What is held no longer stands for the rows outside the indexes: none are, until a fold from here.
         this.letGo();
@@ -355,6 +361,13 @@ export class FreshRows implements BudgetedTier {
    * indexes' statistics at that version found none outside them.
    */
   folded(version: number, kinds: readonly FreshKind[] = FRESH_KINDS): void {
+    if (this.following !== undefined && this.followedAt === undefined && this.tracking) {
+      // Not followed yet: where every kind's indexes cover every row up to `version`, the rows are followed from it.
+      if (!this.kinds.every((kind) => kinds.includes(kind))) return;
+      this.followedAt = version;
+      this.lastVersion = Math.max(this.lastVersion, version);
+      this.floor = version;
+    }
     if (!this.tracking || (this.floor !== undefined && version < this.floor)) return;
     this.dropped = false;
     for (const kind of kinds) {

@@ -265,7 +265,7 @@ export class LanceRows extends LanceReads implements RowSource {
    * in. Coverage is a fragment's: one row of each fragment is looked for through each index alone (a full-text
    * match of its own text, a vector search for its own vector, filtered to its row id), which finds it only where the
    * index covers its fragment. A compaction's fragments are covered as the fragments it replaced were; an append's
-   * and a replace's are not until a fold. A vector column without an ANN index is not asked (its leg scans it).
+   * and a replace's are not until a fold. A vector column without an ANN index covers none.
    */
   private async outsideIndexes(rows: Table): Promise<RecordBatch[]> {
     // Another node may have built an ANN index since this one looked.
@@ -312,8 +312,9 @@ export class LanceRows extends LanceReads implements RowSource {
     for (const { column, metric } of this.declared.vector) {
       const vectors = rows.getChild(column);
       const i = at.find((row) => vectors?.get(row) !== null);
-      // Without an ANN index a vector leg scans its column exactly, held rows or not.
-      if (i === undefined || !this.ann.has(column)) continue;
+      if (i === undefined) continue;
+      // Not built yet: the training that builds it covers only the rows before it began.
+      if (!this.ann.has(column)) return false;
       const vector = Array.from((vectors?.get(i) as { toArray(): Float32Array }).toArray());
       const found = await readAll(
         this.lance

@@ -265,6 +265,7 @@ async function readBeside(
   };
   try {
     const rewrites = table.changes.rewrites;
+    const followedBefore = table.fresh.followedMark;
     // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
     const reading = read.index(freshRead);
     reading.catch(() => undefined);
@@ -274,9 +275,13 @@ async function readBeside(
     // Followed rows (nodes sharing the table): another node's replace that landed before the index read ended may
     // have left the old row out of it and the new one out of the rows searched; brought up to a version at least as
     // late as the index read's, they are searched again.
-    if (table.fresh.follows && (await table.fresh.follow(await table.rows.version()))) {
-      found = await fresh();
-      if (found === undefined) return await read.index(undefined);
+    if (table.fresh.follows) {
+      await table.fresh.follow(await table.rows.version());
+      // Moved since this leg searched them, by this search's following or another's.
+      if (table.fresh.followedMark !== followedBefore) {
+        found = await fresh();
+        if (found === undefined) return await read.index(undefined);
+      }
     }
     // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
     // fresh rows searched before it was told (the new row): once it has told them, they are searched again.

@@ -341,15 +341,21 @@ export class Upkeep {
     const needsAnn = rows >= this.options.annMinRows && missing.length > 0;
     // Whether this pass committed new index files, which queries would otherwise load as they touch them.
     let reindexed = false;
+    let built = 0;
     if (needsAnn) {
       for (const declared of missing) {
         if (await this.train(table, declared, false)) {
           kept.trainedRows.set(declared.key, rows);
-          reindexed = true;
+          built++;
         }
       }
     } else {
-      reindexed = await this.retrainOutgrown(table, trained, indices);
+      built = await this.retrainOutgrown(table, trained, indices);
+    }
+    reindexed = built > 0;
+    // Trained from every row of a version from this one on: where every vector index was, they cover it all.
+    if (built > 0 && built === trained.length && trained.length === table.indexes.vector.length) {
+      table.folded(version, ['vector']);
     }
     if (reindexed) table.unindexed.folded();
     const { searchBehind, keysBehind } = await this.behindOf(table, version);
@@ -488,14 +494,14 @@ export class Upkeep {
 
   /**
    * Trains an index of a kind upkeep trains again when folds have split it into too many segments or the table
-   * outgrew it; true when it did.
+   * outgrew it; answers how many it trained.
    */
   private async retrainOutgrown(
     table: TableHandle,
     trained: readonly DeclaredIndex[],
     indices: readonly IndexInfo[],
-  ): Promise<boolean> {
-    let retrained = false;
+  ): Promise<number> {
+    let retrained = 0;
     for (const declared of trained) {
       const index = storedIndexOf(declared, indices);
       const stats = index === undefined ? undefined : await table.rows.indexStats(index.name);
@@ -508,7 +514,7 @@ export class Upkeep {
       const rows = await table.rows.count();
       if (await this.train(table, declared, true)) {
         trainedRows.set(declared.key, rows);
-        retrained = true;
+        retrained++;
       }
     }
     return retrained;
