@@ -445,6 +445,49 @@ describe('BM25 over the live rows', () => {
   });
 });
 
+describe('BM25 over the live rows, after deletes that leave no deletion behind', () => {
+  test('a delete of every row of a fragment, or a compaction, leaves the index counting rows: scores stay the live ones', async () => {
+    const server = await startStrata(HAND_RUN);
+    try {
+      const client = await server.as('acme');
+      const tables = await textTable(client, 'w', 'docs');
+      const words = ['red', 'pot', 'tea', 'cup'];
+      let seed = 5;
+      const random = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
+      const body = () =>
+        Array.from({ length: 1 + Math.floor(random() * 3) }, () => words[Math.floor(random() * 4)]).join(' ');
+      const model = new LiveTexts(tables, 'docs', body, random);
+      await model.append(60);
+      await upkeepPass(server, 'w');
+      // Two rows in a fragment of their own, folded into the index, then deleted: the fragment goes, and no
+      // deletion file says the index still counts them.
+      await model.append(2);
+      await upkeepPass(server, 'w');
+      const recent = [...model.live.keys()].slice(-2);
+      expect((await tables.remove('docs', `id IN (${recent.join(', ')})`)).status).toBe(200);
+      for (const id of recent) model.live.delete(id);
+      await onHandle(server, 'w', async (handle) => {
+        const unindexed = await handle.unindexed.at(await handle.rows.version());
+        expect(unindexed.deletedRows).toBe(0);
+      });
+      await model.expectScores(client, 'w', 'red pot', false, 'whole fragment deleted');
+      // Upkeep compacts, then builds the index again from the live rows: Lance's own scores are the live ones again.
+      await upkeepPass(server, 'w');
+      await model.expectScores(client, 'w', 'red pot', false, 'compacted');
+      await upkeepPass(server, 'w');
+      await onHandle(server, 'w', async (handle) => {
+        expect(handle.unindexed.countsDeleted(await handle.unindexed.at(await handle.rows.version()))).toBe(false);
+      });
+      await model.expectScores(client, 'w', 'red pot', false, 'built again');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('fresh rows beside the index', () => {
   test('a node that never folded the table searches its own writes beside the index from a covered version on', async () => {
     const server = await startStrata({ ...HAND_RUN, STRATA_UPKEEP_PAUSED: '1' });

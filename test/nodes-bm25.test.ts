@@ -354,3 +354,79 @@ describe('a leg whose fresh rows another search brought forward during its index
     },
   );
 });
+
+describe('a follower under a random mix of writes and folds through the other node', () => {
+  test.each([11, 23, 37, 51, 77])(
+    'identical replaces, deletes of held rows, folds: every search answers the live rows (seed %i)',
+    async (first) => {
+      const database = `mix${first}`;
+      const writes = await writer.as('acme');
+      const searches = await reader.as('acme');
+      const tables = await textTable(writes, database, 'docs');
+      const words = ['red', 'kettle', 'blue', 'pot', 'tea', 'cup'];
+      let seed = first;
+      const random = () => {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        return seed / 2 ** 31;
+      };
+      const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+      const body = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(words)).join(' ');
+      const live = new Map<number, string>();
+      let next = 0;
+      const append = async (n: number) => {
+        const rows = Array.from({ length: n }, () => ({ id: next++, body: body() }));
+        expect((await tables.append('docs', rows)).status).toBe(200);
+        for (const r of rows) live.set(r.id, r.body);
+      };
+      const check = async (step: string) => {
+        const query = `${pick(words)} ${pick(words)}`;
+        const got = await searchRows(searches, database, 'docs', query);
+        const want = [...referenceBm25(live, query, false)].sort((a, b) => b[1] - a[1] || a[0] - b[0]);
+        expect(
+          got.map((r) => r.id).sort((a, b) => a - b),
+          `${step}: ${query}`,
+        ).toEqual(want.map(([id]) => id).sort((a, b) => a - b));
+        const byId = new Map(want);
+        for (const r of got) {
+          const w = byId.get(r.id) ?? Number.NaN;
+          expect(Math.abs(r._bm25 - w) / w, `${step}: ${query} row ${r.id}`).toBeLessThan(1e-6);
+        }
+      };
+      await append(100);
+      await upkeepPass(writer, database);
+      await append(10);
+      await check('start');
+      for (let step = 0; step < 25; step++) {
+        const action = pick(['append', 'same', 'deleteRecent', 'update', 'fold', 'fold'] as const);
+        const ids = [...live.keys()];
+        if (action === 'append') await append(1 + Math.floor(random() * 10));
+        if (action === 'same') {
+          // Replaces rows with exactly what they held.
+          const chosen = ids.filter(() => random() < 0.1);
+          if (chosen.length > 0) {
+            const rows = chosen.map((id) => ({ id, body: live.get(id) as string }));
+            expect((await tables.update('docs', `id IN (${chosen.join(', ')})`, rows)).status).toBe(200);
+          }
+        }
+        if (action === 'update') {
+          const chosen = ids.filter(() => random() < 0.1);
+          if (chosen.length > 0) {
+            const rows = chosen.map((id) => ({ id, body: body() }));
+            expect((await tables.update('docs', `id IN (${chosen.join(', ')})`, rows)).status).toBe(200);
+            for (const r of rows) live.set(r.id, r.body);
+          }
+        }
+        if (action === 'deleteRecent') {
+          const chosen = ids.slice(-5).filter(() => random() < 0.6);
+          if (chosen.length > 0) {
+            expect((await tables.remove('docs', `id IN (${chosen.join(', ')})`)).status).toBe(200);
+            for (const id of chosen) live.delete(id);
+          }
+        }
+        if (action === 'fold') await upkeepPass(writer, database);
+        if (random() < 0.7) await append(2);
+        await check(`step ${step} (${action})`);
+      }
+    },
+  );
+});

@@ -105,8 +105,12 @@ export class TableHandle {
     private readonly folds?: Pick<CatalogStore, 'foldsOf' | 'recordFold'>,
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
-    this.unindexed = new UnindexedRows(rows, indexes, this.primaryKey?.name, (from, to) =>
-      this.changes.between(from, to),
+    this.unindexed = new UnindexedRows(
+      rows,
+      indexes,
+      this.primaryKey?.name,
+      (from, to) => this.changes.between(from, to),
+      !fresh.soleWriter,
     );
     // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
     const explains = fresh.soleWriter;

@@ -51,6 +51,13 @@ export class UnindexedRows {
   private generation = 0;
   /** The version upkeep last built the full-text indexes again from the live rows at (`rebuilt`). */
   private rebuiltAt: number | undefined;
+  /**
+   * The latest version at which this node knows rows may have been deleted or replaced: its own deletes and replaces,
+   * and, where other nodes write, any version it did not see committed.
+   */
+  private removedAt: number | undefined;
+  /** The latest version read (`at`), for telling where other nodes write whether a version came unseen. */
+  private readAt: number | undefined;
   /** Told of a version at which the indexes of some kinds cover every row (a read found none outside them). */
   onCovered: ((version: number, kinds: readonly FreshKind[]) => void) | undefined;
   /** Whether a read found the primary key's index built (a scalar index is never dropped). */
@@ -62,19 +69,28 @@ export class UnindexedRows {
     /** The primary key column, whose scalar index stands for the fresh rows' keys. */
     private readonly primaryKey: string | undefined,
     private readonly difference: RowDifference,
+    /** Whether other nodes write the table too (their versions come unseen). */
+    private readonly othersWrite = false,
   ) {}
 
   /**
-   * Whether the full-text indexes still count rows deleted or replaced at `unindexed`'s version: some deletion is
-   * pending in the data files, and they were not built again since the last write that deleted or replaced rows
-   * (a version this node did not see counts as one). Their BM25 statistics then do not describe the live rows.
+   * Whether the full-text indexes still count rows deleted or replaced at `unindexed`'s version, so that their BM25
+   * statistics do not describe the live rows: a deletion is pending in the data files and they were not built again
+   * since the last write that deleted or replaced rows (a version this node did not see counts as one); or, with
+   * none pending, rows were deleted or replaced since they were last built again here. A delete of every row of a
+   * fragment drops the fragment and leaves no deletion behind, and so does a compaction, while the indexes still
+   * count the rows.
    */
   countsDeleted(unindexed: Unindexed): boolean {
-    if (unindexed.deletedRows === 0) return false;
     const rebuilt = this.rebuiltAt;
-    return (
-      rebuilt === undefined || unindexed.version < rebuilt || this.difference(rebuilt, unindexed.version) === 'rewrite'
-    );
+    if (unindexed.deletedRows > 0) {
+      return (
+        rebuilt === undefined ||
+        unindexed.version < rebuilt ||
+        this.difference(rebuilt, unindexed.version) === 'rewrite'
+      );
+    }
+    return this.removedAt !== undefined && (rebuilt === undefined || this.removedAt > rebuilt);
   }
 
   /** Upkeep built the full-text indexes again from the rows at `version` (or a later one). */
@@ -90,6 +106,11 @@ export class UnindexedRows {
 
   /** The rows outside the indexes at `version`: known, or read once from the statistics for every caller. */
   async at(version: number): Promise<Unindexed> {
+    if (this.othersWrite && this.readAt !== undefined && version > this.readAt) {
+      if (this.difference(this.readAt, version) === 'rewrite')
+        this.removedAt = Math.max(this.removedAt ?? version, version);
+    }
+    if (this.readAt === undefined || version > this.readAt) this.readAt = version;
     if (this.known?.version === version) return this.known;
     if (this.reading?.version === version) return this.reading.done;
     const generation = this.generation;
@@ -118,6 +139,7 @@ export class UnindexedRows {
    * `at` reads again.
    */
   committed(version: number, rows: number, removed: boolean): void {
+    if (removed) this.removedAt = Math.max(this.removedAt ?? version, version);
     const known = this.known;
     if (known === undefined || known.version !== version - 1 || removed) {
       this.known = undefined;

@@ -412,7 +412,7 @@ export class Upkeep {
     const text = declaredIndexes(table.indexes).filter((d) => d.stored.type === 'text');
     if (text.length === 0 || Date.now() < table.upkeep.rebuildTextAfterMs) return false;
     const state = await table.unindexed.at(version);
-    if (!(state.deletedRows > 0 && table.unindexed.countsDeleted(state))) return false;
+    if (!table.unindexed.countsDeleted(state)) return false;
     table.upkeep.rebuildTextAfterMs = Date.now() + REBUILD_TEXT_MS;
     let rebuilt = true;
     for (const declared of text) rebuilt = (await this.train(table, declared, true)) && rebuilt;
