@@ -312,10 +312,10 @@ export class LanceRows extends LanceReads implements RowSource {
     for (const { column, metric } of this.declared.vector) {
       const vectors = rows.getChild(column);
       const i = at.find((row) => vectors?.get(row) !== null);
-      if (i === undefined) continue;
+      if (vectors === null || i === undefined) continue;
       // Not built yet: the training that builds it covers only the rows before it began.
       if (!this.ann.has(column)) return false;
-      const vector = Array.from((vectors?.get(i) as { toArray(): Float32Array }).toArray());
+      const vector = Array.from((vectors.get(i) as { toArray(): Float32Array }).toArray());
       const found = await readAll(
         this.lance
           .vectorSearch(vector)
