@@ -279,8 +279,12 @@ export class LanceRows extends LanceReads implements RowSource {
       else at.push(i);
     }
     const out: RecordBatch[] = [];
-    for (const at of byFragment.values()) {
-      if (await this.coveredAt(rows, at)) continue;
+    const covered: boolean[] = [];
+    for (const at of byFragment.values()) covered.push(await this.coveredAt(rows, at));
+    // All of them (an append): the batches whole, whose bytes the fresh budget charges once, not a slice's each.
+    if (!covered.includes(true)) return rows.batches;
+    for (const [f, at] of [...byFragment.values()].entries()) {
+      if (covered[f]) continue;
       for (let r = 0; r < at.length; ) {
         let end = r + 1;
         while (end < at.length && at[end] === (at[end - 1] as number) + 1) end++;
