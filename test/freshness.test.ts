@@ -1,3 +1,4 @@
+import { rmSync } from 'node:fs';
 import { Strata } from '@strata/client';
 import { describe, expect, test } from 'vitest';
 import type { TableHandle } from '../src/engine/tables/tables.js';
@@ -445,30 +446,37 @@ describe('BM25 over the live rows', () => {
   });
 });
 
+/**
+ * A text table of 60 rows and two more in a fragment of their own, both folded into the index, then those two
+ * deleted: the fragment goes, and no deletion file says the index still counts them.
+ */
+async function wholeFragmentDeleted(server: TestServer, client: Client, database: string, seed: number) {
+  const tables = await textTable(client, database, 'docs');
+  const words = ['red', 'pot', 'tea', 'cup'];
+  let state = seed;
+  const random = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+  const body = () =>
+    Array.from({ length: 1 + Math.floor(random() * 3) }, () => words[Math.floor(random() * 4)]).join(' ');
+  const model = new LiveTexts(tables, 'docs', body, random);
+  await model.append(60);
+  await upkeepPass(server, database);
+  await model.append(2);
+  await upkeepPass(server, database);
+  const recent = [...model.live.keys()].slice(-2);
+  expect((await tables.remove('docs', `id IN (${recent.join(', ')})`)).status).toBe(200);
+  for (const id of recent) model.live.delete(id);
+  return model;
+}
+
 describe('BM25 over the live rows, after deletes that leave no deletion behind', () => {
   test('a delete of every row of a fragment, or a compaction, leaves the index counting rows: scores stay the live ones', async () => {
     const server = await startStrata(HAND_RUN);
     try {
       const client = await server.as('acme');
-      const tables = await textTable(client, 'w', 'docs');
-      const words = ['red', 'pot', 'tea', 'cup'];
-      let seed = 5;
-      const random = () => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31;
-        return seed / 2 ** 31;
-      };
-      const body = () =>
-        Array.from({ length: 1 + Math.floor(random() * 3) }, () => words[Math.floor(random() * 4)]).join(' ');
-      const model = new LiveTexts(tables, 'docs', body, random);
-      await model.append(60);
-      await upkeepPass(server, 'w');
-      // Two rows in a fragment of their own, folded into the index, then deleted: the fragment goes, and no
-      // deletion file says the index still counts them.
-      await model.append(2);
-      await upkeepPass(server, 'w');
-      const recent = [...model.live.keys()].slice(-2);
-      expect((await tables.remove('docs', `id IN (${recent.join(', ')})`)).status).toBe(200);
-      for (const id of recent) model.live.delete(id);
+      const model = await wholeFragmentDeleted(server, client, 'w', 5);
       await onHandle(server, 'w', async (handle) => {
         const unindexed = await handle.unindexed.at(await handle.rows.version());
         expect(unindexed.deletedRows).toBe(0);
@@ -484,6 +492,21 @@ describe('BM25 over the live rows, after deletes that leave no deletion behind',
       await model.expectScores(client, 'w', 'red pot', false, 'built again');
     } finally {
       await server.close();
+    }
+  });
+
+  test('a node started after such deletes, before the index was built again, scores the live rows', async () => {
+    const first = await startStrata(HAND_RUN);
+    let second: TestServer | undefined;
+    try {
+      const model = await wholeFragmentDeleted(first, await first.as('acme'), 'r2', 9);
+      // The node stops before upkeep builds the index again; another starts on the same folder and control store.
+      await first.app.close();
+      second = await startStrata({ ...HAND_RUN, STRATA_DATA_DIR: first.dataDir });
+      await model.expectScores(await second.as('acme'), 'r2', 'red pot', false, 'after the restart');
+    } finally {
+      await second?.close();
+      rmSync(first.dataDir, { recursive: true, force: true, maxRetries: 30, retryDelay: 100 });
     }
   });
 });

@@ -109,6 +109,10 @@ export const MIGRATIONS: readonly Migration[] = [
   // share a table, a node follows the rows outside the indexes from there (docs/architecture.md, fresh tier).
   `ALTER TABLE tables ADD COLUMN text_folded_version BIGINT;
    ALTER TABLE tables ADD COLUMN vector_folded_version BIGINT;`,
+  // The latest version of a delete or replace, and the version upkeep last built the full-text indexes again from:
+  // while the first is later, the indexes' statistics count rows no longer live, on whichever node asks.
+  `ALTER TABLE tables ADD COLUMN text_removed_version BIGINT;
+   ALTER TABLE tables ADD COLUMN text_rebuilt_version BIGINT;`,
 ];
 
 /**

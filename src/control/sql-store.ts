@@ -1,5 +1,5 @@
 import type { DatabaseState } from '../contract/databases.js';
-import type { FoldedKind, Folds, TableRecord } from '../engine/tables/catalog.js';
+import type { FoldedKind, Folds, TableRecord, TextIndexState } from '../engine/tables/catalog.js';
 import type { Db } from './dialect/db.js';
 import { sql } from './dialect/sql.js';
 import type { ControlEvents } from './events.js';
@@ -198,6 +198,14 @@ export abstract class SqlControlStore implements ControlStore {
 
   foldsOf(tableId: string): Promise<Folds> {
     return this.onRequestPath.tables.folds(tableId);
+  }
+
+  recordTextIndex(tableId: string, event: 'removed' | 'rebuilt', version: number): Promise<void> {
+    return this.onRequestPath.tables.textIndex(tableId, event, version);
+  }
+
+  textIndexStateOf(tableId: string): Promise<TextIndexState> {
+    return this.onRequestPath.tables.textIndexState(tableId);
   }
 
   async beginIdempotent(

@@ -1,4 +1,4 @@
-import type { FoldedKind, Folds, TableRecord } from '../../engine/tables/catalog.js';
+import type { FoldedKind, Folds, TableRecord, TextIndexState } from '../../engine/tables/catalog.js';
 import { type Db, isUniqueViolation } from '../dialect/db.js';
 import { rowLock, sql } from '../dialect/sql.js';
 import { type TableRow, tableExists, tableFromRow } from '../records.js';
@@ -68,6 +68,30 @@ export const tables = (db: Db) => ({
               WHERE table_id = ${tableId} AND (vector_folded_version IS NULL OR vector_folded_version < ${version})`,
       );
     }
+  },
+
+  /** Moves a table's `text_removed_version` or `text_rebuilt_version` forward to `version`. */
+  async textIndex(tableId: string, event: 'removed' | 'rebuilt', version: number): Promise<void> {
+    if (event === 'removed') {
+      await db.run(
+        sql`UPDATE tables SET text_removed_version = ${version}
+              WHERE table_id = ${tableId} AND (text_removed_version IS NULL OR text_removed_version < ${version})`,
+      );
+    } else {
+      await db.run(
+        sql`UPDATE tables SET text_rebuilt_version = ${version}
+              WHERE table_id = ${tableId} AND (text_rebuilt_version IS NULL OR text_rebuilt_version < ${version})`,
+      );
+    }
+  },
+
+  async textIndexState(tableId: string): Promise<TextIndexState> {
+    const row = await db.get<{
+      text_removed_version: number | string | null;
+      text_rebuilt_version: number | string | null;
+    }>(sql`SELECT text_removed_version, text_rebuilt_version FROM tables WHERE table_id = ${tableId}`);
+    const version = (v: number | string | null | undefined) => (v === null || v === undefined ? undefined : Number(v));
+    return { removed: version(row?.text_removed_version), rebuilt: version(row?.text_rebuilt_version) };
   },
 
   async folds(tableId: string): Promise<Folds> {

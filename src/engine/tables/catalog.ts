@@ -24,6 +24,15 @@ export type FoldedKind = 'text' | 'vector';
 /** Per kind of search index, the version up to which upkeep last folded every row into it; absent before any. */
 export type Folds = Partial<Record<FoldedKind, number>>;
 
+/**
+ * What every node knows of a table's full-text indexes: the latest version that deleted or replaced rows, and the
+ * version upkeep last built them again from (absent before either).
+ */
+export interface TextIndexState {
+  removed?: number;
+  rebuilt?: number;
+}
+
 /** What the engine needs of the control store to keep each database's catalog. */
 export interface CatalogStore {
   /** Throws `Conflict` when the database already has a table of that name. */
@@ -50,4 +59,7 @@ export interface CatalogStore {
   recordFold(tableId: string, kinds: readonly FoldedKind[], version: number): Promise<void>;
   /** The versions of the table's last recorded folds. */
   foldsOf(tableId: string): Promise<Folds>;
+  /** A commit at `version` deleted or replaced rows, or upkeep built the full-text indexes again from `version`. */
+  recordTextIndex(tableId: string, event: 'removed' | 'rebuilt', version: number): Promise<void>;
+  textIndexStateOf(tableId: string): Promise<TextIndexState>;
 }

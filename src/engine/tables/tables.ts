@@ -101,8 +101,11 @@ export class TableHandle {
     readonly rows: RowSource,
     private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
     fresh: FreshTier = { soleWriter: false },
-    /** Where folds are recorded for every node (`folded`), and read back where nodes share the table. */
-    private readonly folds?: Pick<CatalogStore, 'foldsOf' | 'recordFold'>,
+    /**
+     * Where folds, deletes and full-text rebuilds are recorded for every node (`folded`, `UnindexedRows`), and read
+     * back.
+     */
+    private readonly folds?: Pick<CatalogStore, 'foldsOf' | 'recordFold' | 'recordTextIndex' | 'textIndexStateOf'>,
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
     this.unindexed = new UnindexedRows(
@@ -111,6 +114,14 @@ export class TableHandle {
       this.primaryKey?.name,
       (from, to) => this.changes.between(from, to),
       !fresh.soleWriter,
+      folds === undefined
+        ? undefined
+        : {
+            record: (event, version) => {
+              folds.recordTextIndex(record.tableId, event, version).catch(() => undefined);
+            },
+            state: () => folds.textIndexStateOf(record.tableId),
+          },
     );
     // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
     const explains = fresh.soleWriter;

@@ -2,6 +2,7 @@ import { FRESH_KINDS, type FreshKind } from '../fresh/rows.js';
 import type { IndexSpec } from '../indexes/kind.js';
 import { behindOf, declaredIndexes, storedIndexOf, type TableIndexes } from '../indexes/registry.js';
 import type { RowSource } from '../rows/source.js';
+import type { TextIndexState } from './catalog.js';
 import type { Difference } from './changes.js';
 
 /** How the table's rows differ between two versions (its change record). */
@@ -36,6 +37,14 @@ export interface Unindexed {
    * them in their statistics.
    */
   deletedRows: number;
+  /** The latest delete or replace and full-text rebuild any node recorded (`TextIndexState`), read with the rest. */
+  textIndex: TextIndexState;
+}
+
+/** Where every node records deletes and replaces, and full-text rebuilds, of a table (the control store). */
+export interface TextIndexRecords {
+  record(event: 'removed' | 'rebuilt', version: number): void;
+  state(): Promise<TextIndexState>;
 }
 
 /**
@@ -71,6 +80,7 @@ export class UnindexedRows {
     private readonly difference: RowDifference,
     /** Whether other nodes write the table too (their versions come unseen). */
     private readonly othersWrite = false,
+    private readonly records?: TextIndexRecords,
   ) {}
 
   /**
@@ -90,12 +100,16 @@ export class UnindexedRows {
         this.difference(rebuilt, unindexed.version) === 'rewrite'
       );
     }
-    return this.removedAt !== undefined && (rebuilt === undefined || this.removedAt > rebuilt);
+    if (this.removedAt !== undefined && (rebuilt === undefined || this.removedAt > rebuilt)) return true;
+    // Deletes and replaces on any node, before this one started included.
+    const { removed, rebuilt: rebuiltOnAny } = unindexed.textIndex;
+    return removed !== undefined && (rebuiltOnAny === undefined || removed > rebuiltOnAny);
   }
 
   /** Upkeep built the full-text indexes again from the rows at `version` (or a later one). */
   rebuilt(version: number): void {
     this.rebuiltAt = version;
+    this.records?.record('rebuilt', version);
     this.folded();
   }
 
@@ -139,7 +153,10 @@ export class UnindexedRows {
    * `at` reads again.
    */
   committed(version: number, rows: number, removed: boolean): void {
-    if (removed) this.removedAt = Math.max(this.removedAt ?? version, version);
+    if (removed) {
+      this.removedAt = Math.max(this.removedAt ?? version, version);
+      if (this.indexes.fts.length > 0) this.records?.record('removed', version);
+    }
     const known = this.known;
     if (known === undefined || known.version !== version - 1 || removed) {
       this.known = undefined;
@@ -190,6 +207,7 @@ export class UnindexedRows {
     const deletedRows =
       this.indexes.fts.length === 0 ? 0 : ((await this.source.versions()).at(-1)?.deletedRows ?? Number.NaN);
     const covered = FRESH_KINDS.filter((kind) => !uncovered.has(kind));
-    return { version, rows, indexed, behind, deletedRows, covered };
+    const textIndex = this.indexes.fts.length === 0 || this.records === undefined ? {} : await this.records.state();
+    return { version, rows, indexed, behind, deletedRows, covered, textIndex };
   }
 }
