@@ -119,14 +119,8 @@ describe('the fresh rows of a table nodes share', () => {
 });
 
 async function scores(client: Client, table: string, query: string) {
-  const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
-    'POST',
-    '/v1/hybrid_search/racing',
-    { table_name: table, text_field: 'body', text_query: query, operator: 'or', k: 1000, projection: ['id'] },
-    { accept: 'application/json' },
-  );
-  expect(reply.status).toBe(200);
-  return new Map(reply.json.data.map((r) => [r.id, r._bm25] as const));
+  const rows = await searchRows(client, 'racing', table, query);
+  return new Map(rows.map((r) => [r.id, r._bm25] as const));
 }
 
 function expectLive(got: Map<number, number>, live: Map<number, string | null>, query: string) {

@@ -100,9 +100,10 @@ const KEY_BYTES_PER_CHAR = 2;
  * The rows this node committed since upkeep last folded the table's search indexes, searched here beside them
  * (docs/performance.md, Fresh rows): Lance would otherwise read each of them again for every query, tokenizing
  * texts and scanning vectors. On a keyed table their primary key values too, which keyed writes look up here
- * beside the key's index (or only those, without a search index). Only where this node is the table's one writer
- * and folder (one node on its own store): every row no index covers is then one it wrote since the version its
- * last fold started from, and a search reads the indexes alone (`fastSearch`) and this. A row a fold covered after
+ * beside the key's index (or only those, without a search index). Where this node is the table's one writer and
+ * folder (one node on its own store), every row no index covers is one it wrote since the version its last fold
+ * started from; where nodes share the store, the rows are followed from the table itself instead (`follow`), search
+ * indexes only. Either way a search reads the indexes alone (`fastSearch`) and this. A row a fold covered after
  * all is in both, and is read once. Each kind of index (full-text, vector, the key's) has its own boundary: until
  * this node's first fold (or a read of the indexes' statistics that found them covering every row), and after a
  * write whose commit it could not follow (until a fold from the next commit's version on), a kind is not usable,
@@ -149,7 +150,10 @@ export class FreshRows implements BudgetedTier {
   private disposed = false;
   /** Estimated bytes held, queued commits included. */
   bytes = 0;
-  /** Whether this node writes the table alone and it has a search index or a primary key. */
+  /**
+   * Whether rows are held: this node writes the table alone (or follows it, where nodes share it) and it has a search
+   * index or a primary key.
+   */
   readonly tracking: boolean;
   /** Whether the rows themselves are held (for searches), not only their keys. */
   private readonly holdsRows: boolean;

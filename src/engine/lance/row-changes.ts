@@ -18,15 +18,6 @@ interface Layout {
 /** Opens a read-only handle at a version; undefined once the version is no longer kept. */
 export type VersionHandle = (version: number) => Promise<LanceTable | undefined>;
 
-/**
- * How the live rows of one version differ from another's, for a reader that did not see the commits between
- * (another node's): what the rows' BM25 statistics need to follow them without reading every row again. Lance never
- * changes a row in place (a fragment's data files are immutable and its ids are never reused; a delete marks rows,
- * a replace or compaction writes them to new fragments), so a row address names one row's values for good, and two
- * versions differ by the addresses only one of them holds. The last version's layout is kept, so that following a
- * table version by version reads each one's row ids once; where the rows at or below the fragments of the last
- * layout are all still there (an append, an index commit), only the rows above them are read.
- */
 /** Layouts kept: the statistics and the fresh rows each follow the table from a version of their own. */
 const LAYOUTS_KEPT = 4;
 
@@ -38,6 +29,16 @@ export interface RowsBetween {
   come: Table | undefined;
 }
 
+/**
+ * How the live rows of one version differ from another's, for a reader that did not see the commits between
+ * (another node's): what BM25's statistics and the fresh rows need to follow a table without reading every row
+ * again. Lance never changes a row in place (a fragment's data files are immutable and its ids are never reused; a
+ * delete marks rows, a replace or compaction writes them to new fragments), so a row address names one row's values
+ * for good, and two versions differ by the addresses only one of them holds. The layouts of the last versions
+ * followed to are kept, so that following a table version by version reads each one's row ids once; where every row
+ * of the older version is still in the fragments it was in (an append, an index commit), only the rows outside them
+ * are read.
+ */
 export class RowChanges {
   /** The layouts of the versions last followed to, latest last. */
   private layouts: Layout[] = [];
@@ -101,11 +102,6 @@ export class RowChanges {
       this.close(target);
       if (source !== undefined) this.close(source);
     }
-  }
-
-  /** Lets go of the layouts kept (a table closing). */
-  forget(): void {
-    this.layouts = [];
   }
 
   private keep(layout: Layout): void {

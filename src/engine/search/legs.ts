@@ -234,8 +234,9 @@ export interface VectorAsk {
 const REWRITE_WAIT_MS = 2_000;
 
 /**
- * A leg's hits: from its index alone and, beside them, from the rows this node wrote since its last fold of that
- * kind of index (`FreshRows`), when they may stand in for the rest; else from the index and whatever Lance reads
+ * A leg's hits: from its index alone and, beside them, from the fresh rows outside that kind of index (`FreshRows`:
+ * those this node wrote since its last fold, or followed from the table where nodes share it), when they may stand
+ * in for the rest; else from the index and whatever Lance reads
  * outside it. Not with a filter, which only Lance evaluates. The fold is taken before the index is read, so that no
  * row falls between.
  */

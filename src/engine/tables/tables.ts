@@ -63,8 +63,8 @@ function declarationsOf(req: CreateTableRequest): { schema: Schema; indexes: Tab
 }
 
 /**
- * Whether a node keeps the rows it writes beside the indexes (`FreshRows`): only as the one writer of its tables
- * (a store no other node shares), within the node's budget.
+ * How a node keeps the rows outside the indexes beside them (`FreshRows`), within the node's budget: the rows it
+ * writes, as the one writer of its tables (a store no other node shares); else the rows it follows from the table.
  */
 export interface FreshTier {
   soleWriter: boolean;
@@ -105,7 +105,7 @@ export class TableHandle {
      * Where folds, deletes and full-text rebuilds are recorded for every node (`folded`, `UnindexedRows`), and read
      * back.
      */
-    private readonly folds?: Pick<CatalogStore, 'foldsOf' | 'recordFold' | 'recordTextIndex' | 'textIndexStateOf'>,
+    private readonly records?: Pick<CatalogStore, 'foldsOf' | 'recordFold' | 'recordTextIndex' | 'textIndexStateOf'>,
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
     this.unindexed = new UnindexedRows(
@@ -114,13 +114,13 @@ export class TableHandle {
       this.primaryKey?.name,
       (from, to) => this.changes.between(from, to),
       !fresh.soleWriter,
-      folds === undefined
+      records === undefined
         ? undefined
         : {
             record: (event, version) => {
-              folds.recordTextIndex(record.tableId, event, version).catch(() => undefined);
+              records.recordTextIndex(record.tableId, event, version).catch(() => undefined);
             },
-            state: () => folds.textIndexStateOf(record.tableId),
+            state: () => records.textIndexStateOf(record.tableId),
           },
     );
     // Only a node that writes its tables alone can tell upkeep's versions from the rest by their row counts.
@@ -145,7 +145,7 @@ export class TableHandle {
       (texts, column) => this.text.tokensOf(texts, column),
       fresh.budget,
       fresh.matrices,
-      fresh.soleWriter || folds === undefined
+      fresh.soleWriter || records === undefined
         ? undefined
         : {
             changes: (from, to, maxRows) =>
@@ -155,7 +155,7 @@ export class TableHandle {
                 schema.fields.map((f) => f.name),
                 maxRows,
               ),
-            folds: () => folds.foldsOf(record.tableId),
+            folds: () => records.foldsOf(record.tableId),
           },
     );
     // Every row the indexes of a kind cover at a version is one the fresh rows need not hold: as good as a fold.
@@ -168,7 +168,7 @@ export class TableHandle {
    */
   folded(version: number, kinds?: readonly FoldedKind[]): void {
     this.fresh.folded(version, kinds ?? FRESH_KINDS);
-    this.folds?.recordFold(this.record.tableId, kinds ?? ['text', 'vector'], version).catch(() => undefined);
+    this.records?.recordFold(this.record.tableId, kinds ?? ['text', 'vector'], version).catch(() => undefined);
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */

@@ -66,7 +66,7 @@ export class UnindexedRows {
    */
   private removedAt: number | undefined;
   /** The latest version read (`at`), for telling where other nodes write whether a version came unseen. */
-  private readAt: number | undefined;
+  private lastRead: number | undefined;
   /** Told of a version at which the indexes of some kinds cover every row (a read found none outside them). */
   onCovered: ((version: number, kinds: readonly FreshKind[]) => void) | undefined;
   /** Whether a read found the primary key's index built (a scalar index is never dropped). */
@@ -120,11 +120,11 @@ export class UnindexedRows {
 
   /** The rows outside the indexes at `version`: known, or read once from the statistics for every caller. */
   async at(version: number): Promise<Unindexed> {
-    if (this.othersWrite && this.readAt !== undefined && version > this.readAt) {
-      if (this.difference(this.readAt, version) === 'rewrite')
+    if (this.othersWrite && this.lastRead !== undefined && version > this.lastRead) {
+      if (this.difference(this.lastRead, version) === 'rewrite')
         this.removedAt = Math.max(this.removedAt ?? version, version);
     }
-    if (this.readAt === undefined || version > this.readAt) this.readAt = version;
+    if (this.lastRead === undefined || version > this.lastRead) this.lastRead = version;
     if (this.known?.version === version) return this.known;
     if (this.reading?.version === version) return this.reading.done;
     const generation = this.generation;
