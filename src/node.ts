@@ -82,6 +82,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       maxResultBytes: config.limits.maxResultBytes,
       maxUnindexedRows: config.maxUnindexedRows,
       freshBudget,
+      freshFollow: config.freshFollow,
       writes: new WritePath(
         store,
         { nodeId, holdMs: config.idempotencyHoldMs, ttlMs: config.idempotencyTtlMs },

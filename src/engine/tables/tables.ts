@@ -68,6 +68,8 @@ function declarationsOf(req: CreateTableRequest): { schema: Schema; indexes: Tab
  */
 export interface FreshTier {
   soleWriter: boolean;
+  /** Where others write too, whether the tier follows the table (`FreshRows.follow`). */
+  follow?: boolean;
   budget?: FreshBudget;
   /** Where fresh vectors are kept and scanned; here when absent. */
   matrices?: MatrixMaker;
@@ -145,7 +147,7 @@ export class TableHandle {
       (texts, column) => this.text.tokensOf(texts, column),
       fresh.budget,
       fresh.matrices,
-      fresh.soleWriter || records === undefined
+      fresh.soleWriter || fresh.follow !== true || records === undefined
         ? undefined
         : {
             changes: (from, to, maxRows) =>

@@ -52,6 +52,8 @@ export interface WorkerDeps {
   writes: WritePath;
   /** The memory the tables' fresh rows may take on this node (`STRATA_FRESH_TIER_MB`). */
   freshBudget: FreshBudget;
+  /** Where nodes share a store, whether the fresh tier follows the tables (`STRATA_FRESH_FOLLOW`). */
+  freshFollow: boolean;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -97,6 +99,7 @@ export class DatabaseWorker {
     const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, {
       soleWriter: !deps.upkeep.othersWrite,
       budget: deps.freshBudget,
+      follow: deps.freshFollow,
       matrices: (dim, kind, lost) => node.vectorScans.matrix(dim, kind, lost),
     });
     const upkeep = new Upkeep(tables, deps.upkeep, deps.log, deps.upkeepObserver, deps.upkeepLeases);
