@@ -66,7 +66,7 @@ export interface Config {
   freshTierBytes: number;
   /**
    * Where nodes share a store, whether each node's fresh tier follows the tables it searches (`FreshRows.follow`);
-   * off by default until a read-your-writes race seen once in CI is understood (docs/configuration.md).
+   * `STRATA_FRESH_FOLLOW=0` leaves the rows outside the indexes to Lance there.
    */
   freshFollow: boolean;
   /** Upkeep makes no commits while set: for maintenance windows, and for measuring search over a tail (ext). */
@@ -308,7 +308,7 @@ export function loadConfig(env: Env, machine: Machine = thisMachine()): Config {
     upkeepHeldTailMs: integer(env, 'STRATA_UPKEEP_HELD_TAIL_MS', 30_000, 0),
     maxUnindexedRows: integer(env, 'STRATA_MAX_UNINDEXED_ROWS', 500_000, 1),
     freshTierBytes: integer(env, 'STRATA_FRESH_TIER_MB', 1024, 0) * 1024 * 1024,
-    freshFollow: flag(env, 'STRATA_FRESH_FOLLOW', false),
+    freshFollow: flag(env, 'STRATA_FRESH_FOLLOW', true),
     upkeepPaused: flag(env, 'STRATA_UPKEEP_PAUSED', false),
     adminKeyHash: adminKey(env),
     versionRetentionMs: integer(env, 'STRATA_VERSION_RETENTION_MS', 600_000, 0),

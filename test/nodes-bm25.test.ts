@@ -18,7 +18,7 @@ import { tablesOf, textTable } from './support/tables.js';
  * Two in-process servers on one PostgreSQL and one data folder; upkeep passes by hand.
  */
 
-const HAND_RUN = { STRATA_UPKEEP_INTERVAL_MS: '3600000', STRATA_ANN_MIN_ROWS: '1000000', STRATA_FRESH_FOLLOW: '1' };
+const HAND_RUN = { STRATA_UPKEEP_INTERVAL_MS: '3600000', STRATA_ANN_MIN_ROWS: '1000000' };
 
 let writer: TestServer;
 let reader: TestServer;

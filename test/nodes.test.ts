@@ -147,6 +147,62 @@ describe('three nodes on one PostgreSQL', () => {
     }
   });
 
+  test('appends, replaces and deletes through one node are searched exactly by the next, while upkeep folds them', async () => {
+    // Each node's fresh rows follow the table; upkeep (every 200 ms, on whichever node holds the lease) folds and
+    // compacts meanwhile, moving rows into the indexes between a search's index read and its fresh rows' read.
+    const created = await db(0, 'shop').create({
+      table_name: 'living',
+      schema: [
+        { name: 'id', type: 'i64', nullable: false },
+        { name: 'body', type: 'utf8' },
+      ],
+      indexes: { fts: ['body'] },
+    });
+    expect(created.status).toBe(200);
+    const live = new Map<number, string>();
+    let next = 0;
+    let seed = 5;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const anyLive = () => [...live.keys()][Math.floor(random() * live.size)] as number;
+    const missed: string[] = [];
+    for (let step = 0; step < 30; step++) {
+      const writes = db(step + 1, 'shop');
+      const r = random();
+      if (r < 0.6 || live.size < 3) {
+        const rows = Array.from({ length: 1 + Math.floor(random() * 3) }, () => {
+          const id = next++;
+          return { id, body: `note ${id} about apples` };
+        });
+        expect((await writes.append('living', rows)).status).toBe(200);
+        for (const row of rows) live.set(row.id, row.body);
+      } else if (r < 0.8) {
+        const id = anyLive();
+        const body = `note ${id} about apples, replaced at ${step}`;
+        expect((await writes.update('living', `id = ${id}`, [{ id, body }])).status).toBe(200);
+        live.set(id, body);
+      } else {
+        const id = anyLive();
+        expect((await writes.remove('living', `id = ${id}`)).status).toBe(200);
+        live.delete(id);
+      }
+      const found = await api(step + 2).request<{ data: Row[] }>(
+        'POST',
+        '/v1/hybrid_search/shop',
+        { table_name: 'living', text_field: 'body', text_query: 'apples', k: 200 },
+        { accept: 'application/json' },
+      );
+      expect(found.status).toBe(200);
+      const rows = new Map(found.json.data.map((row) => [row.id as number, row.body]));
+      if (rows.size !== live.size || [...live].some(([id, text]) => rows.get(id) !== text)) {
+        missed.push(`step ${step}: ${rows.size} of ${live.size} rows`);
+      }
+    }
+    expect(missed).toEqual([]);
+  }, 60_000);
+
   test('the same table created through every node at once: one creation wins, the others are told why', async () => {
     const answers = await Promise.all(
       [0, 1, 2].map((n) => db(n, 'shop').create({ table_name: 'raced', schema: [{ name: 'id', type: 'i64' }] })),

@@ -34,8 +34,11 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
     req.consistency === 'eventual',
   );
   const { receipt } = freshness;
-  // Where nodes share the table, the fresh rows beside the indexes follow it to the search's version first.
-  if (filter === undefined && freshness.outside.some((rows) => rows > 0)) await table.fresh.follow(receipt.version);
+  // Where nodes share the table, the fresh rows beside the indexes follow it to the search's version first, and are
+  // read only then.
+  const following = table.fresh.follows;
+  const beside = filter === undefined && (!following || freshness.outside.some((rows) => rows > 0));
+  if (following && beside) await table.fresh.follow(receipt.version);
   const n = texts.length;
   const textIndexed = n > 0 && freshness.indexed.slice(0, n).every(Boolean);
   const textOutside = Math.max(0, ...freshness.outside.slice(0, n));
@@ -131,7 +134,7 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
       hits: both ? undefined : hits,
     };
   };
-  const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1 };
+  const legs: LegReads = { table, filter, both, ranked, carried, page: offset + req.k + 1, fresh: beside };
   // What each leg did, for `explain`.
   const reports: { text?: LegReport & { fresh: ReadonlySet<bigint> }; vector?: typeof reports.text } = {};
   const report = (hits: LegHits, started: number, indexed: boolean, outside: number, weight = 1) => ({

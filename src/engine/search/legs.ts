@@ -66,6 +66,11 @@ export interface LegReads {
   carried: readonly string[];
   /** Rows up to one past the page's end. */
   page: number;
+  /**
+   * Whether the fresh rows may stand in for what the indexes miss: not with a filter, which only Lance evaluates,
+   * nor where they follow the table and were not brought to the search's version (nothing was outside the indexes).
+   */
+  fresh: boolean;
 }
 
 /** What a text leg searches: its query and column, how terms combine, and how it reads (see `readTextLeg`). */
@@ -234,11 +239,18 @@ export interface VectorAsk {
 const REWRITE_WAIT_MS = 2_000;
 
 /**
+ * Reads of an index and the followed rows beside it a leg makes before it reads Lance's own way: each further one
+ * follows a commit that landed during the one before (about one read in 25 under 2 commits a second).
+ */
+const FOLLOWED_READS = 3;
+
+type FreshHits = { keys: bigint[]; values: number[] };
+
+/**
  * A leg's hits: from its index alone and, beside them, from the fresh rows outside that kind of index (`FreshRows`:
  * those this node wrote since its last fold, or followed from the table where nodes share it), when they may stand
- * in for the rest; else from the index and whatever Lance reads
- * outside it. Not with a filter, which only Lance evaluates. The fold is taken before the index is read, so that no
- * row falls between.
+ * in for the rest (`LegReads.fresh`); else from the index and whatever Lance reads outside it. The fold is taken
+ * before the index is read, so that no row falls between.
  */
 async function readBeside(
   legs: LegReads,
@@ -247,14 +259,14 @@ async function readBeside(
     /** The index's hits; `fresh`: the read of the fresh rows beside it, which it then reads alone. */
     index: (fresh: FreshRead | undefined) => Promise<Hits>;
     /** How the fresh rows are searched; undefined where they may not stand in for what the index misses. */
-    fresh: ((read: FreshRead) => Promise<{ keys: bigint[]; values: number[] }>) | undefined;
+    fresh: ((read: FreshRead) => Promise<FreshHits>) | undefined;
   },
 ): Promise<LegHits> {
-  const { table, filter } = legs;
+  const { table } = legs;
   const searchFresh = read.fresh;
-  const freshRead = searchFresh !== undefined && filter === undefined ? table.fresh.begin(kind) : undefined;
+  const freshRead = searchFresh !== undefined && legs.fresh ? table.fresh.begin(kind) : undefined;
   if (searchFresh === undefined || freshRead === undefined) return read.index(undefined);
-  const fresh = async (): Promise<{ keys: bigint[]; values: number[] } | undefined> => {
+  const fresh = async (): Promise<FreshHits | undefined> => {
     try {
       return await searchFresh(freshRead);
     } catch (err) {
@@ -266,24 +278,18 @@ async function readBeside(
   };
   try {
     const rewrites = table.changes.rewrites;
-    const followedBefore = table.fresh.followedMark;
-    // Both at once: Lance reads the index on its own threads while the fresh rows are searched.
-    const reading = read.index(freshRead);
-    reading.catch(() => undefined);
-    let found = await fresh();
-    if (found === undefined) return await read.index(undefined);
-    const indexed = await reading;
-    // Followed rows (nodes sharing the table): another node's replace that landed before the index read ended may
-    // have left the old row out of it and the new one out of the rows searched; brought up to a version at least as
-    // late as the index read's, they are searched again.
-    if (table.fresh.follows) {
+    let both = await readBoth(table, read.index, freshRead, fresh);
+    // Followed rows (nodes sharing the table): a commit that landed before the index read ended may have moved rows
+    // out of the rows searched and into the index after it read (a fold), or left a replaced row out of both. The
+    // two were read at one version only if following up to the latest version moves nothing; else both are read
+    // again, and Lance's own way once the table keeps moving.
+    for (let attempt = 1; both !== undefined && table.fresh.follows; attempt++) {
       await table.fresh.follow(await table.rows.version());
-      // Moved since this leg searched them, by this search's following or another's.
-      if (table.fresh.followedMark !== followedBefore) {
-        found = await fresh();
-        if (found === undefined) return await read.index(undefined);
-      }
+      if (table.fresh.followedMark === both.mark) break;
+      both = attempt < FOLLOWED_READS ? await readBoth(table, read.index, freshRead, fresh) : undefined;
     }
+    if (both === undefined) return await read.index(undefined);
+    let found: FreshHits | undefined = both.found;
     // A replace this node committed meanwhile may be in the index read (the old row deleted there) and not in the
     // fresh rows searched before it was told (the new row): once it has told them, they are searched again.
     if (table.changes.rewroteSince(rewrites)) {
@@ -292,10 +298,28 @@ async function readBeside(
       found = await fresh();
       if (found === undefined) return await read.index(undefined);
     }
-    return await besideFresh(legs, indexed, found);
+    return await besideFresh(legs, both.hits, found);
   } finally {
     table.fresh.end(freshRead);
   }
+}
+
+/**
+ * The index's hits and the fresh rows' at once (Lance reads the index on its own threads meanwhile), with the
+ * fresh rows' followed mark from before the index read began; undefined where the fresh rows could not be read
+ * (the index's read is then not awaited).
+ */
+async function readBoth(
+  table: TableHandle,
+  index: (fresh: FreshRead) => Promise<Hits>,
+  read: FreshRead,
+  fresh: () => Promise<FreshHits | undefined>,
+): Promise<{ hits: Hits; found: FreshHits; mark: string } | undefined> {
+  const mark = table.fresh.followedMark;
+  const reading = index(read);
+  reading.catch(() => undefined);
+  const found = await fresh();
+  return found === undefined ? undefined : { hits: await reading, found, mark };
 }
 
 /**
