@@ -144,6 +144,8 @@ export class FreshRows implements BudgetedTier {
   /** Where the rows are followed: the version they were brought up to, and the folds last read (`follow`). */
   private followedAt: number | undefined;
   private followed: Promise<void> = Promise.resolve();
+  /** Steps of following that removed rows (`followedMark`). */
+  private removals = 0;
   private foldsRead: { version: number; ms: number } | undefined;
   /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
   private dropped = false;
@@ -246,9 +248,13 @@ export class FreshRows implements BudgetedTier {
     return this.following !== undefined && this.tracking;
   }
 
-  /** The version the rows were last followed to, and the let-go count: a search compares them before and after. */
+  /**
+   * Moves when following removed rows (another node's replace or delete, or a compaction that moved rows, perhaps
+   * into an index) or let go of them all: a search that read an index beside the rows compares it before and after.
+   * Steps that only added rows leave it: an index read that missed them missed rows written after it began.
+   */
   get followedMark(): string {
-    return `${this.followedAt}:${this.epoch}`;
+    return `${this.removals}:${this.epoch}`;
   }
 
   private async followTo(following: FreshFollowing, version: number): Promise<void> {
@@ -305,6 +311,7 @@ export class FreshRows implements BudgetedTier {
    * a row a compaction moved into covered fragments is no longer held.
    */
   private holdChanges(version: number, changes: { removed: Table; added: Table }): void {
+    if (changes.removed.numRows > 0) this.removals++;
     const batches = changes.added.batches;
     const write: FreshWrite = {
       texts: new Map(this.indexes.fts.map((f) => [f.column, batches.flatMap((b) => textsOf(b, f.column))] as const)),

@@ -240,7 +240,7 @@ const REWRITE_WAIT_MS = 2_000;
 
 /**
  * Reads of an index and the followed rows beside it a leg makes before it reads Lance's own way: each further one
- * follows a commit that landed during the one before (about one read in 25 under 2 commits a second).
+ * follows a commit that removed rows (a replace, a delete, a compaction) during the one before.
  */
 const FOLLOWED_READS = 3;
 
@@ -280,9 +280,9 @@ async function readBeside(
     const rewrites = table.changes.rewrites;
     let both = await readBoth(table, read.index, freshRead, fresh);
     // Followed rows (nodes sharing the table): a commit that landed before the index read ended may have moved rows
-    // out of the rows searched and into the index after it read (a fold), or left a replaced row out of both. The
-    // two were read at one version only if following up to the latest version moves nothing; else both are read
-    // again, and Lance's own way once the table keeps moving.
+    // out of the rows searched and into the index after it read (a compaction, then a fold), or left a replaced
+    // row out of both. Following up to the latest version tells: where it removed rows, both are read again, and
+    // Lance's own way once the table keeps moving.
     for (let attempt = 1; both !== undefined && table.fresh.follows; attempt++) {
       await table.fresh.follow(await table.rows.version());
       if (table.fresh.followedMark === both.mark) break;
