@@ -67,8 +67,8 @@ export interface LegReads {
   /** Rows up to one past the page's end. */
   page: number;
   /**
-   * Whether the fresh rows may stand in for what the indexes miss: not with a filter, which only Lance evaluates,
-   * nor where they follow the table and were not brought to the search's version (nothing was outside the indexes).
+   * Whether the fresh rows may stand in for what the indexes miss: not where they follow the table and were not
+   * brought to the search's version (nothing was outside the indexes), and never with a filter.
    */
   fresh: boolean;
 }
@@ -264,7 +264,9 @@ async function readBeside(
 ): Promise<LegHits> {
   const { table } = legs;
   const searchFresh = read.fresh;
-  const freshRead = searchFresh !== undefined && legs.fresh ? table.fresh.begin(kind) : undefined;
+  // A filter only Lance evaluates: the by-key reads of a search over several columns are filtered too.
+  const freshRead =
+    searchFresh !== undefined && legs.fresh && legs.filter === undefined ? table.fresh.begin(kind) : undefined;
   if (searchFresh === undefined || freshRead === undefined) return read.index(undefined);
   const fresh = async (): Promise<FreshHits | undefined> => {
     try {
