@@ -250,7 +250,8 @@ export class LanceRows extends LanceReads implements RowSource {
     columns: readonly string[],
     maxRows: number,
   ): Promise<{ removed: Table; added: Table } | undefined> {
-    const rows = await this.changes.between(from, to, columns, columns, maxRows);
+    // Only the row keys of the rows gone: a compaction's are every row it moved, vectors and all.
+    const rows = await this.changes.between(from, to, [], columns, maxRows);
     if (rows === undefined) return undefined;
     const come = rows.come;
     const added = come === undefined ? [] : await this.outsideIndexes(come);
