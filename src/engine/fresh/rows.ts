@@ -68,6 +68,11 @@ export interface FreshFollowing {
    * `RowSource.changedRows`); undefined when not to be had.
    */
   changes(from: number, to: number, maxRows: number): Promise<{ removed: Table; added: Table } | undefined>;
+  /**
+   * The rows `version` holds that some search index does not cover (as stored: `RowSource.rowsOutsideIndexes`);
+   * undefined when not to be had.
+   */
+  outside(version: number, maxRows: number): Promise<Table | undefined>;
   /** The versions up to which upkeep, on whichever node, last folded every row into each kind of index. */
   folds(): Promise<Partial<Record<'text' | 'vector', number>>>;
 }
@@ -276,20 +281,27 @@ export class FreshRows implements BudgetedTier {
       this.followedAt = version;
       this.lastVersion = Math.max(this.lastVersion, version);
       this.floor = changes !== undefined || from === version ? from : version;
-      if (changes !== undefined) this.holdChanges(version, changes);
+      if (changes !== undefined) this.holdChanges(version, Array.from(rowKeysOf(changes.removed)), changes.added);
       this.takeFolds(folds, version);
       return;
     }
     if (version > at) {
       const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
+      // Too many rows differ (a compaction of a table under Lance's fragment target moves every row): the rows
+      // outside the indexes at `version` are read instead, and held in place of all held before.
+      const outside = changes === undefined ? await following.outside(version, FOLLOW_MAX_ROWS) : undefined;
       if (epoch !== this.epoch) return;
       this.followedAt = version;
       this.lastVersion = Math.max(this.lastVersion, version);
-      if (changes === undefined) {
+      if (changes !== undefined) this.holdChanges(version, Array.from(rowKeysOf(changes.removed)), changes.added);
+      else if (outside !== undefined) {
+        this.removals++;
+        this.holdChanges(version, [...this.rows.keys(), ...this.queue.flatMap((c) => c.added)], outside);
+      } else {
         // What is held no longer stands for the rows outside the indexes: none are, until a fold from here.
         this.letGo();
         this.floor = version;
-      } else this.holdChanges(version, changes);
+      }
     }
     const read = this.foldsRead;
     if (read === undefined || read.version !== version || Date.now() - read.ms > FOLDS_REFRESH_MS) {
@@ -310,9 +322,9 @@ export class FreshRows implements BudgetedTier {
    * every row it added that some index does not cover is held from this step's version (`FreshFollowing.changes`);
    * a row a compaction moved into covered fragments is no longer held.
    */
-  private holdChanges(version: number, changes: { removed: Table; added: Table }): void {
-    if (changes.removed.numRows > 0) this.removals++;
-    const batches = changes.added.batches;
+  private holdChanges(version: number, removed: readonly bigint[], added: Table): void {
+    if (removed.length > 0) this.removals++;
+    const batches = added.batches;
     const write: FreshWrite = {
       texts: new Map(this.indexes.fts.map((f) => [f.column, batches.flatMap((b) => textsOf(b, f.column))] as const)),
       vectors: new Map(
@@ -320,7 +332,7 @@ export class FreshRows implements BudgetedTier {
       ),
       rows: batches,
     };
-    this.hold(version, Array.from(rowKeysOf(changes.removed)), Array.from(rowKeysOf(changes.added)), write);
+    this.hold(version, removed, Array.from(rowKeysOf(added)), write);
   }
 
   /**

@@ -104,6 +104,57 @@ export class RowChanges {
     }
   }
 
+  /**
+   * The rows `to` holds in the fragments `outside` picks, with their row keys, `columns` and row ids. `outside` is
+   * given one row of each fragment (with the same columns and its row id) and answers, for each of those rows,
+   * whether its fragment is to be read. Undefined when the version is no longer kept or the fragments picked hold more than `maxRows`.
+   */
+  async within(
+    to: number,
+    columns: readonly string[],
+    maxRows: number,
+    outside: (sample: Table) => Promise<boolean[]>,
+  ): Promise<Table | undefined> {
+    const target = await this.open(to);
+    if (target === undefined) return undefined;
+    try {
+      let layout = this.layouts.find((l) => l.version === to);
+      if (layout === undefined) {
+        layout = await this.layoutAt(target);
+        if (layout === undefined) return undefined;
+        this.keep({ ...layout, version: to });
+      }
+      const fragments = [...layout.fragments].filter(([, offsets]) => offsets.length > 0);
+      const sample = await take(
+        target,
+        fragments.map(([fragment, offsets]) => (BigInt(fragment) << FRAGMENT_BITS) | BigInt(offsets[0] as number)),
+        columns,
+        true,
+      );
+      if (sample.numRows !== fragments.length) return undefined;
+      const picked = await outside(sample);
+      const ids = sample.getChild('_rowid');
+      const read: number[] = [];
+      let rows = 0;
+      picked.forEach((pick, i) => {
+        if (!pick) return;
+        const fragment = Number((ids?.get(i) as bigint) >> FRAGMENT_BITS);
+        read.push(fragment);
+        rows += layout.fragments.get(fragment)?.length ?? 0;
+      });
+      if (rows > maxRows) return undefined;
+      return await readAll(
+        target
+          .query()
+          .where(inFragments(read))
+          .select([ROW_KEY, ...columns])
+          .withRowId(),
+      );
+    } finally {
+      this.close(target);
+    }
+  }
+
   private keep(layout: Layout): void {
     this.layouts = [...this.layouts.filter((l) => l.version !== layout.version), layout].slice(-LAYOUTS_KEPT);
   }

@@ -261,6 +261,16 @@ export class LanceRows extends LanceReads implements RowSource {
     };
   }
 
+  async rowsOutsideIndexes(version: number, columns: readonly string[], maxRows: number): Promise<Table | undefined> {
+    await this.recheckAnn(true);
+    const rows = await this.changes.within(version, columns, maxRows, (sample) =>
+      Promise.all(Array.from({ length: sample.numRows }, async (_, i) => !(await this.coveredAt(sample, [i])))),
+    );
+    return rows === undefined
+      ? undefined
+      : new arrow.Table(rows.batches.map((batch) => batch.select([ROW_KEY, ...columns])));
+  }
+
   /**
    * The rows (read with their row ids) that some search index does not cover yet, as slices of the batches they came
    * in. Coverage is a fragment's: one row of each fragment is looked for through each index alone (a full-text

@@ -211,6 +211,12 @@ export interface RowSource extends RowReads {
     columns: readonly string[],
     maxRows: number,
   ): Promise<{ removed: Table; added: Table } | undefined>;
+  /**
+   * The rows `version` holds that some search index does not cover yet (whole fragments: one row of each is looked
+   * up through each index), with the row key and `columns`: where a table's rows stand outside its indexes without
+   * following it there. Undefined when the version is no longer kept, or those rows number more than `maxRows`.
+   */
+  rowsOutsideIndexes(version: number, columns: readonly string[], maxRows: number): Promise<Table | undefined>;
 
   // Upkeep.
   indexes(): Promise<IndexInfo[]>;

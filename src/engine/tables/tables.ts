@@ -141,6 +141,8 @@ export class TableHandle {
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
     );
+    // A following tier holds whole rows: a search's winners are read from them.
+    const stored = schema.fields.map((f) => f.name);
     this.fresh = new FreshRows(
       { ...indexes, keyed: this.primaryKey !== undefined },
       fresh.soleWriter,
@@ -150,13 +152,8 @@ export class TableHandle {
       fresh.soleWriter || fresh.follow !== true || records === undefined
         ? undefined
         : {
-            changes: (from, to, maxRows) =>
-              rows.changedRows(
-                from,
-                to,
-                schema.fields.map((f) => f.name),
-                maxRows,
-              ),
+            changes: (from, to, maxRows) => rows.changedRows(from, to, stored, maxRows),
+            outside: (version, maxRows) => rows.rowsOutsideIndexes(version, stored, maxRows),
             folds: () => records.foldsOf(record.tableId),
           },
     );
