@@ -315,6 +315,52 @@ describe('the fresh tier budget', () => {
   });
 });
 
+describe('followed rows past the budget', () => {
+  const rows = (...bodies: [bigint, string][]) =>
+    arrow.tableFromArrays({
+      _rowkey: BigInt64Array.from(bodies.map(([key]) => key)),
+      body: bodies.map(([, body]) => body),
+    });
+  const none = rows();
+
+  test('once upkeep records a fold after the budget let go, the rows outside the indexes are read and held again', async () => {
+    const budget = new FreshBudget(4_000);
+    let folds: { text?: number } = { text: 1 };
+    let outsideReads = 0;
+    const step = new Map<number, arrow.Table>([
+      [2, rows([1n, 'tea'])],
+      [3, rows([2n, 'coffee '.repeat(100)], [3n, 'cake'])],
+      [4, rows([4n, 'pie'])],
+    ]);
+    const fresh = new FreshRows({ fts, vector: [] }, false, split, budget, undefined, {
+      changes: async (_from, to) => ({ removed: none, added: step.get(to) ?? none }),
+      outside: async () => {
+        outsideReads++;
+        return rows([3n, 'cake'], [4n, 'pie']);
+      },
+      folds: async () => folds,
+    });
+    await fresh.follow(1);
+    await fresh.follow(2);
+    expect(await found(fresh, 'tea')).toEqual([1n]);
+    // Past the budget: every row goes, and no fold recorded before counts.
+    await fresh.follow(3);
+    expect(fresh.overflowed).toBe(true);
+    expect(fresh.usable('text')).toBe(false);
+    await fresh.follow(4);
+    expect(fresh.usable('text')).toBe(false);
+    expect(outsideReads).toBe(0);
+    // A fold recorded since (of the rows up to 3): the rows outside the indexes at 5 are read and held.
+    folds = { text: 3 };
+    await fresh.follow(5);
+    expect(outsideReads).toBe(1);
+    expect(fresh.overflowed).toBe(false);
+    expect(await found(fresh, 'pie cake tea')).toEqual([3n, 4n]);
+    fresh.dispose();
+    expect(budget.bytes).toBe(0);
+  });
+});
+
 describe("the fresh rows' postings", () => {
   test('score each row to the bit as bm25Scorer does, and answer the best k with their ties, through removals and packs', () => {
     const word = fc.constantFrom('a', 'b', 'c', 'd', 'e', 'f');

@@ -152,6 +152,10 @@ export class FreshRows implements BudgetedTier {
   /** Steps of following that removed rows (`followedMark`). */
   private removals = 0;
   private foldsRead: { version: number; ms: number } | undefined;
+  /** The folds recorded for the table, as last read (`takeFolds`). */
+  private foldsKnown: Partial<Record<'text' | 'vector', number>> = {};
+  /** The latest fold known when the budget let go of followed rows (`refollow`). */
+  private overflowFold: number | undefined;
   /** Whether the rows were let go of and commits are not kept until a fold past `floor`. */
   private dropped = false;
   private disposed = false;
@@ -307,14 +311,45 @@ export class FreshRows implements BudgetedTier {
     if (read === undefined || read.version !== version || Date.now() - read.ms > FOLDS_REFRESH_MS) {
       this.takeFolds(await following.folds(), version);
     }
+    await this.refollow(following, version);
   }
 
   private takeFolds(folds: Partial<Record<'text' | 'vector', number>>, version: number): void {
     this.foldsRead = { version, ms: Date.now() };
+    this.foldsKnown = folds;
     for (const kind of this.kinds) {
       const fold = folds[kind as 'text' | 'vector'];
       if (fold !== undefined) this.folded(fold, [kind]);
     }
+  }
+
+  /** The latest fold recorded for any kind of this table's indexes, as last read. */
+  private get latestFold(): number {
+    return Math.max(Number.NEGATIVE_INFINITY, ...Object.values(this.foldsKnown));
+  }
+
+  /**
+   * Where the budget let go of followed rows: once upkeep recorded a fold since (it folds the largest tails first),
+   * the rows outside the indexes at `version` are read and held again, which makes them usable with the folds
+   * recorded (they hold every row those do not cover). Commits are not kept meanwhile, and writes going on keep
+   * every later fold short of them, so waiting for one that covers them would wait for writes to pause.
+   */
+  private async refollow(following: FreshFollowing, version: number): Promise<void> {
+    if (!this.dropped || this.latestFold <= (this.overflowFold ?? Number.NEGATIVE_INFINITY)) return;
+    const epoch = this.epoch;
+    const outside = await following.outside(version, FOLLOW_MAX_ROWS);
+    if (epoch !== this.epoch || !this.dropped || this.followedAt !== version) return;
+    if (outside === undefined) {
+      this.overflowFold = this.latestFold;
+      return;
+    }
+    this.dropped = false;
+    this.floor = undefined;
+    for (const kind of this.kinds) {
+      const fold = this.foldsKnown[kind as 'text' | 'vector'];
+      if (fold !== undefined) this.foldedAt.set(kind, Math.min(fold, version));
+    }
+    this.holdChanges(version, [], outside);
   }
 
   /**
@@ -514,6 +549,7 @@ export class FreshRows implements BudgetedTier {
   overflow(): void {
     this.letGo();
     this.dropped = true;
+    this.overflowFold = this.latestFold;
     // A write lost before (`unsettled`) still waits for the next commit's version: no fold before that counts.
     if (this.floor !== Number.POSITIVE_INFINITY) this.floor = this.lastVersion;
   }
