@@ -1,4 +1,4 @@
-import type { RecordBatch } from 'apache-arrow';
+import type { RecordBatch, Table } from 'apache-arrow';
 import fc from 'fast-check';
 import { describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
@@ -327,7 +327,7 @@ describe('followed rows past the budget', () => {
     const budget = new FreshBudget(4_000);
     let folds: { text?: number } = { text: 1 };
     let outsideReads = 0;
-    const step = new Map<number, arrow.Table>([
+    const step = new Map<number, Table>([
       [2, rows([1n, 'tea'])],
       [3, rows([2n, 'coffee '.repeat(100)], [3n, 'cake'])],
       [4, rows([4n, 'pie'])],
