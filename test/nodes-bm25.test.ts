@@ -268,6 +268,7 @@ describe('two nodes appending in turn', () => {
     };
     await search();
     const layouts = vi.spyOn(RowChanges.prototype as never, 'layoutAt');
+    const reads = vi.spyOn(RowChanges.prototype as never, 'read');
     for (let turn = 0; turn < 10; turn++) {
       expect((await selfTables.append('docs', rowsOf(1))).status).toBe(200);
       expect((await otherTables.append('docs', rowsOf(1))).status).toBe(200);
@@ -277,6 +278,13 @@ describe('two nodes appending in turn', () => {
     expect(got.length).toBe(want.size);
     // One read of the row ids of each of the two versions between, not one per gap the other node's appends left.
     expect(layouts.mock.calls.length).toBeLessThanOrEqual(2);
+    // Where only the other node wrote since, the statistics and the fresh rows follow the same step: read once.
+    expect((await otherTables.append('docs', rowsOf(3))).status).toBe(200);
+    reads.mockClear();
+    expect((await search()).length).toBe(referenceBm25(live, 'word3', false).size);
+    expect(reads.mock.calls.length).toBe(1);
+    layouts.mockRestore();
+    reads.mockRestore();
   });
 });
 

@@ -21,6 +21,9 @@ export type VersionHandle = (version: number) => Promise<LanceTable | undefined>
 /** Layouts kept: the statistics and the fresh rows each follow the table from a version of their own. */
 const LAYOUTS_KEPT = 4;
 
+/** Rows a read between two versions may have for it to be kept for the next asking the same (`RowChanges.last`). */
+const SHARED_ROWS = 10_000;
+
 /** The rows only one version holds: their row keys with some columns. */
 export interface RowsBetween {
   /** The rows only the older version holds, with `ROW_KEY` and the columns asked of them. */
@@ -42,6 +45,8 @@ export interface RowsBetween {
 export class RowChanges {
   /** The layouts of the versions last followed to, latest last. */
   private layouts: Layout[] = [];
+  /** The rows last read between two versions, when few: the statistics and the fresh rows follow the same steps. */
+  private last: { from: number; to: number; gone: Set<string>; came: Set<string>; rows: RowsBetween } | undefined;
 
   constructor(
     private readonly open: VersionHandle,
@@ -63,6 +68,31 @@ export class RowChanges {
    * compaction moved is on both sides. Undefined when a version is no longer kept or more than `maxRows` differ.
    */
   async between(
+    from: number,
+    to: number,
+    goneColumns: readonly string[],
+    cameColumns: readonly string[],
+    maxRows: number,
+  ): Promise<RowsBetween | undefined> {
+    const last = this.last;
+    if (
+      last?.from === from &&
+      last.to === to &&
+      (last.rows.gone?.numRows ?? 0) + (last.rows.come?.numRows ?? 0) <= maxRows &&
+      goneColumns.every((c) => last.gone.has(c)) &&
+      cameColumns.every((c) => last.came.has(c))
+    ) {
+      const { gone, come } = last.rows;
+      return { gone: gone?.select([ROW_KEY, ...goneColumns]), come: come?.select([ROW_KEY, ...cameColumns, '_rowid']) };
+    }
+    const rows = await this.read(from, to, goneColumns, cameColumns, maxRows);
+    if (rows !== undefined && (rows.gone?.numRows ?? 0) + (rows.come?.numRows ?? 0) <= SHARED_ROWS) {
+      this.last = { from, to, gone: new Set(goneColumns), came: new Set(cameColumns), rows };
+    }
+    return rows;
+  }
+
+  private async read(
     from: number,
     to: number,
     goneColumns: readonly string[],

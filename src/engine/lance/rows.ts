@@ -250,8 +250,10 @@ export class LanceRows extends LanceReads implements RowSource {
     columns: readonly string[],
     maxRows: number,
   ): Promise<{ removed: Table; added: Table } | undefined> {
-    // Only the row keys of the rows gone: a compaction's are every row it moved, vectors and all.
-    const rows = await this.changes.between(from, to, [], columns, maxRows);
+    // Of the rows gone, only their texts (the statistics then find the same step read) and no vectors: a
+    // compaction's are every row it moved.
+    const texts = this.declared.fts.map((f) => f.column);
+    const rows = await this.changes.between(from, to, texts, columns, maxRows);
     if (rows === undefined) return undefined;
     const come = rows.come;
     const added = come === undefined ? [] : await this.outsideIndexes(come);
