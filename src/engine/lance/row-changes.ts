@@ -21,6 +21,9 @@ export type VersionHandle = (version: number) => Promise<LanceTable | undefined>
 /** Layouts kept: the statistics and the fresh rows each follow the table from a version of their own. */
 const LAYOUTS_KEPT = 4;
 
+/** Live rows of each fragment `RowChanges.within` gives its caller to look up: the first with a text will do. */
+const SAMPLED_ROWS = 8;
+
 /** Rows a read between two versions may have for it to be kept for the next asking the same (`RowChanges.last`). */
 const SHARED_ROWS = 10_000;
 
@@ -136,14 +139,15 @@ export class RowChanges {
 
   /**
    * The rows `to` holds in the fragments `outside` picks, with their row keys, `columns` and row ids. `outside` is
-   * given one row of each fragment (with the same columns and its row id) and answers, for each of those rows,
-   * whether its fragment is to be read. Undefined when the version is no longer kept or the fragments picked hold more than `maxRows`.
+   * given the first few live rows of each fragment (`SAMPLED_ROWS`, with the same columns and their row ids) and
+   * answers the fragments to read. Undefined when the version is no longer kept or those fragments hold more than
+   * `maxRows`.
    */
   async within(
     to: number,
     columns: readonly string[],
     maxRows: number,
-    outside: (sample: Table) => Promise<boolean[]>,
+    outside: (sample: Table) => Promise<Set<number>>,
   ): Promise<Table | undefined> {
     const target = await this.open(to);
     if (target === undefined) return undefined;
@@ -154,24 +158,16 @@ export class RowChanges {
         if (layout === undefined) return undefined;
         this.keep({ ...layout, version: to });
       }
-      const fragments = [...layout.fragments].filter(([, offsets]) => offsets.length > 0);
-      const sample = await take(
-        target,
-        fragments.map(([fragment, offsets]) => (BigInt(fragment) << FRAGMENT_BITS) | BigInt(offsets[0] as number)),
-        columns,
-        true,
-      );
-      if (sample.numRows !== fragments.length) return undefined;
-      const picked = await outside(sample);
-      const ids = sample.getChild('_rowid');
-      const read: number[] = [];
-      let rows = 0;
-      picked.forEach((pick, i) => {
-        if (!pick) return;
-        const fragment = Number((ids?.get(i) as bigint) >> FRAGMENT_BITS);
-        read.push(fragment);
-        rows += layout.fragments.get(fragment)?.length ?? 0;
-      });
+      const sampled: bigint[] = [];
+      for (const [fragment, offsets] of layout.fragments) {
+        for (const offset of offsets.subarray(0, SAMPLED_ROWS)) {
+          sampled.push((BigInt(fragment) << FRAGMENT_BITS) | BigInt(offset));
+        }
+      }
+      const sample = await take(target, sampled, columns, true);
+      if (sample.numRows !== sampled.length) return undefined;
+      const read = [...(await outside(sample))];
+      const rows = read.reduce((n, fragment) => n + (layout.fragments.get(fragment)?.length ?? 0), 0);
       if (rows > maxRows) return undefined;
       return await readAll(
         target

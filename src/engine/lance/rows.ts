@@ -265,9 +265,11 @@ export class LanceRows extends LanceReads implements RowSource {
 
   async rowsOutsideIndexes(version: number, columns: readonly string[], maxRows: number): Promise<Table | undefined> {
     await this.recheckAnn(true);
-    const rows = await this.changes.within(version, columns, maxRows, (sample) =>
-      Promise.all(Array.from({ length: sample.numRows }, async (_, i) => !(await this.coveredAt(sample, [i])))),
-    );
+    const rows = await this.changes.within(version, columns, maxRows, async (sample) => {
+      const byFragment = rowsByFragment(sample);
+      const covered = await Promise.all([...byFragment.values()].map((at) => this.coveredAt(sample, at, false)));
+      return new Set([...byFragment.keys()].filter((_, i) => !covered[i]).map(Number));
+    });
     return rows === undefined
       ? undefined
       : new arrow.Table(rows.batches.map((batch) => batch.select([ROW_KEY, ...columns])));
@@ -283,17 +285,10 @@ export class LanceRows extends LanceReads implements RowSource {
   private async outsideIndexes(rows: Table): Promise<RecordBatch[]> {
     // Another node may have built an ANN index since this one looked.
     await this.recheckAnn(true);
-    const ids = rows.getChild('_rowid');
-    const byFragment = new Map<bigint, number[]>();
-    for (let i = 0; i < rows.numRows; i++) {
-      const fragment = (ids?.get(i) as bigint) >> 32n;
-      const at = byFragment.get(fragment);
-      if (at === undefined) byFragment.set(fragment, [i]);
-      else at.push(i);
-    }
+    const byFragment = rowsByFragment(rows);
     const out: RecordBatch[] = [];
     const covered: boolean[] = [];
-    for (const at of byFragment.values()) covered.push(await this.coveredAt(rows, at));
+    for (const at of byFragment.values()) covered.push(await this.coveredAt(rows, at, true));
     // All of them (an append): the batches whole, whose bytes the fresh budget charges once, not a slice's each.
     if (!covered.includes(true)) return rows.batches;
     for (const [f, at] of [...byFragment.values()].entries()) {
@@ -308,13 +303,20 @@ export class LanceRows extends LanceReads implements RowSource {
     return out;
   }
 
-  /** Whether every search index covers the fragment of the rows `at` of `rows` (see `outsideIndexes`). */
-  private async coveredAt(rows: Table, at: readonly number[]): Promise<boolean> {
+  /**
+   * Whether every search index covers the fragment of the rows `at` of `rows` (see `outsideIndexes`); `unprobed`
+   * answers for an index none of those rows has a value for (when they are all the fragment's rows, none of them
+   * can be found through it either way).
+   */
+  private async coveredAt(rows: Table, at: readonly number[], unprobed: boolean): Promise<boolean> {
     const ids = rows.getChild('_rowid');
     for (const { column } of this.declared.fts) {
       const texts = rows.getChild(column);
       const i = at.find((row) => ((texts?.get(row) as string | null) ?? '').trim() !== '');
-      if (i === undefined) continue;
+      if (i === undefined) {
+        if (unprobed) continue;
+        return false;
+      }
       const found = await readAll(
         this.lance
           .query()
@@ -329,7 +331,10 @@ export class LanceRows extends LanceReads implements RowSource {
     for (const { column, metric } of this.declared.vector) {
       const vectors = rows.getChild(column);
       const i = at.find((row) => vectors?.get(row) !== null);
-      if (vectors === null || i === undefined) continue;
+      if (vectors === null || i === undefined) {
+        if (unprobed) continue;
+        return false;
+      }
       // Not built yet: the training that builds it covers only the rows before it began.
       if (!this.ann.has(column)) return false;
       const vector = Array.from((vectors.get(i) as { toArray(): Float32Array }).toArray());
@@ -442,4 +447,17 @@ export class LanceSnapshot implements Snapshot {
   close(): void {
     closeHandle(this.lance);
   }
+}
+
+/** The rows of a read made with row ids, by fragment (Lance's row addresses: the fragment in the upper 32 bits). */
+function rowsByFragment(rows: Table): Map<bigint, number[]> {
+  const ids = rows.getChild('_rowid');
+  const byFragment = new Map<bigint, number[]>();
+  for (let i = 0; i < rows.numRows; i++) {
+    const fragment = (ids?.get(i) as bigint) >> 32n;
+    const at = byFragment.get(fragment);
+    if (at === undefined) byFragment.set(fragment, [i]);
+    else at.push(i);
+  }
+  return byFragment;
 }
