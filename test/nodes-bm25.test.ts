@@ -121,18 +121,9 @@ describe('the fresh rows of a table nodes share', () => {
     await upkeepPass(writer, 'followed');
     await model.append(7);
     await model.change('update');
-    let skipped = 0;
-    await onTableHandle(reader, 'followed', 'docs', async (handle) => {
-      const rows = handle.rows as unknown as { changedRows: (...args: unknown[]) => Promise<unknown> };
-      const original = rows.changedRows.bind(rows);
-      rows.changedRows = async () => {
-        rows.changedRows = original;
-        skipped++;
-        return undefined;
-      };
-    });
+    const skipped = await skipNextStep('followed');
     await check('a step past the rows a node follows one by one');
-    expect(skipped).toBe(1);
+    expect(skipped()).toBe(1);
     // Exactly the rows the index misses (the ones appended and replaced since the fold, and any it left).
     let outside = -1;
     await onTableHandle(reader, 'followed', 'docs', async (handle) => {
@@ -287,6 +278,24 @@ describe('two nodes appending in turn', () => {
     reads.mockRestore();
   });
 });
+
+/**
+ * Makes the reader's next step of following the table past what it reads row by row (a compaction of a table under
+ * Lance's fragment target moves every row): its row changes are not to be had, once. Answers how many were skipped.
+ */
+async function skipNextStep(database: string): Promise<() => number> {
+  let skipped = 0;
+  await onTableHandle(reader, database, 'docs', async (handle) => {
+    const rows = handle.rows as unknown as { changedRows: (...args: unknown[]) => Promise<unknown> };
+    const original = rows.changedRows.bind(rows);
+    rows.changedRows = async () => {
+      rows.changedRows = original;
+      skipped++;
+      return undefined;
+    };
+  });
+  return () => skipped;
+}
 
 async function searchRows(client: Client, database: string, table: string, query: string) {
   const reply = await client.request<{ data: { id: number; _bm25: number }[] }>(
@@ -480,18 +489,9 @@ describe('the rows outside the indexes read after a step too large to follow row
       (await searchRows(searches, 'nullfirst', 'docs', 'zebra')).map((r) => r.id).sort((a, b) => a - b);
     expect(await found()).toEqual(want);
     expect((await tables.append('docs', [{ id: id++, body: 'elm' }])).status).toBe(200);
-    let skipped = 0;
-    await onTableHandle(reader, 'nullfirst', 'docs', async (handle) => {
-      const rows = handle.rows as unknown as { changedRows: (...args: unknown[]) => Promise<unknown> };
-      const original = rows.changedRows.bind(rows);
-      rows.changedRows = async () => {
-        rows.changedRows = original;
-        skipped++;
-        return undefined;
-      };
-    });
+    const skipped = await skipNextStep('nullfirst');
     expect(await found()).toEqual(want);
-    expect(skipped).toBe(1);
+    expect(skipped()).toBe(1);
   });
 });
 
