@@ -292,8 +292,10 @@ export class FreshRows implements BudgetedTier {
     if (version > at) {
       const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
       // Too many rows differ (a compaction of a table under Lance's fragment target moves every row): the rows
-      // outside the indexes at `version` are read instead, and held in place of all held before.
-      const outside = changes === undefined ? await following.outside(version, FOLLOW_MAX_ROWS) : undefined;
+      // outside the indexes at `version` are read instead, and held in place of all held before (where the budget
+      // let go of the rows, `refollow` reads them once a fold allows).
+      const outside =
+        changes === undefined && !this.dropped ? await following.outside(version, FOLLOW_MAX_ROWS) : undefined;
       if (epoch !== this.epoch) return;
       this.followedAt = version;
       this.lastVersion = Math.max(this.lastVersion, version);
