@@ -36,10 +36,13 @@ beforeAll(async () => {
 
 /** Runs a teardown step, saying which one is still running past 15 s (a CI run once timed out in this hook). */
 async function step(name: string, run: () => Promise<void>): Promise<void> {
-  const late = setTimeout(
-    () => process.stderr.write(`console.test.ts teardown: ${name} still running after 15 s\n`),
-    15_000,
-  );
+  const late = setTimeout(() => {
+    // The server's last log lines say what its close waits on (a CI run under load once took past 45 s here).
+    const last = capturedLogs().slice(-20).join('');
+    process.stderr.write(
+      `console.test.ts teardown: ${name} still running after 15 s; the server's last logs:\n${last}\n`,
+    );
+  }, 15_000);
   try {
     await run();
   } finally {
@@ -51,7 +54,7 @@ afterAll(async () => {
   await step('the browser closing', async () => browser?.close());
   await step('the server closing', async () => server?.close());
   if (files !== undefined) rmSync(files, { recursive: true, force: true });
-});
+}, 180_000);
 
 /** Screenshots of the page as it was when a test failed, named for the panel. */
 function screenshotOnFailure(name: string): void {
