@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Connection, connect, Index, type Table as LanceTable } from '@lancedb/lancedb';
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { RowChanges } from '../src/engine/lance/row-changes.js';
 import type { TextChanges } from '../src/engine/rows/source.js';
@@ -314,5 +314,57 @@ describe('how many rows may differ', () => {
     await lance.add(rows(Array.from({ length: 500 }, (_, i) => [BigInt(i + 1), 'b'] as const)));
     expect(await changes.texts(from, await lance.version(), ['s'], 10)).toBeUndefined();
     expect((await changes.texts(from, await lance.version(), ['s'], 500))?.added.get('s')?.length).toBe(500);
+  });
+});
+
+describe('the rows read between two versions, kept for the next reader of the same step', () => {
+  test('serve that reader once, without the vectors: a reader asking for them reads again', async () => {
+    const withVectors = new arrow.Schema([
+      ...schema.fields,
+      new arrow.Field('v', new arrow.FixedSizeList(2, new arrow.Field('item', new arrow.Float32(), true)), true),
+    ]);
+    const batch = (from: number, n: number) =>
+      new arrow.Table({
+        [ROW_KEY]: arrow.makeVector(BigInt64Array.from({ length: n }, (_, i) => BigInt(from + i))),
+        s: arrow.vectorFromArray(
+          Array.from({ length: n }, (_, i) => `text ${from + i}`),
+          new arrow.Utf8(),
+        ),
+        v: arrow.vectorFromArray(
+          Array.from({ length: n }, (_, i) => [from + i, 1]),
+          withVectors.fields[2]?.type,
+        ),
+      });
+    const lance = await connection.createEmptyTable('shared', withVectors);
+    await lance.add(batch(0, 5));
+    const from = await lance.version();
+    await lance.add(batch(5, 3));
+    const to = await lance.version();
+    const changes = new RowChanges(
+      async (version) => {
+        const reader = await connection.openTable('shared');
+        await reader.checkout(version);
+        return reader;
+      },
+      (reader) => reader.close(),
+    );
+    const reads = vi.spyOn(RowChanges.prototype as never, 'read');
+    try {
+      // The fresh rows read first, vectors included; the statistics then ask for the texts of the same step.
+      const first = await changes.between(from, to, ['s'], ['s', 'v'], 100);
+      expect(first?.come?.getChild('v')?.length).toBe(3);
+      const second = await changes.between(from, to, ['s'], ['s'], 100);
+      expect(reads.mock.calls.length).toBe(1);
+      expect(second?.come?.getChild('s')?.toArray()).toEqual(['text 5', 'text 6', 'text 7']);
+      // Kept for one reader only: the next one reads again.
+      await changes.between(from, to, ['s'], ['s'], 100);
+      expect(reads.mock.calls.length).toBe(2);
+      // What was kept has no vectors: a reader that asks for them reads them.
+      const third = await changes.between(from, to, ['s'], ['s', 'v'], 100);
+      expect(reads.mock.calls.length).toBe(3);
+      expect(third?.come?.getChild('v')?.get(0)?.toArray()).toEqual(new Float32Array([5, 1]));
+    } finally {
+      reads.mockRestore();
+    }
   });
 });

@@ -1,4 +1,4 @@
-import type { Table } from 'apache-arrow';
+import { DataType, type Table } from 'apache-arrow';
 import { sameRow } from '../../arrow/same-row.js';
 import type { TextChanges } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
@@ -85,12 +85,24 @@ export class RowChanges {
       goneColumns.every((c) => last.gone.has(c)) &&
       cameColumns.every((c) => last.came.has(c))
     ) {
+      // Each step has one other reader at most: the memory goes back once it has read.
+      this.last = undefined;
       const { gone, come } = last.rows;
       return { gone: gone?.select([ROW_KEY, ...goneColumns]), come: come?.select([ROW_KEY, ...cameColumns, '_rowid']) };
     }
     const rows = await this.read(from, to, goneColumns, cameColumns, maxRows);
     if (rows !== undefined && (rows.gone?.numRows ?? 0) + (rows.come?.numRows ?? 0) <= SHARED_ROWS) {
-      this.last = { from, to, gone: new Set(goneColumns), came: new Set(cameColumns), rows };
+      // Without vectors: the reader that comes second is BM25's statistics, which ask for texts, and vectors would
+      // keep up to 15 MB a table (10k rows × 384-d) outside the fresh rows' budget.
+      const gone = withoutVectors(rows.gone, goneColumns);
+      const came = withoutVectors(rows.come, cameColumns);
+      this.last = {
+        from,
+        to,
+        gone: new Set(gone.columns),
+        came: new Set(came.columns),
+        rows: { gone: gone.rows, come: came.rows },
+      };
     }
     return rows;
   }
@@ -349,4 +361,17 @@ function unmoved(gone: Table | undefined, come: Table | undefined, columns: read
     removed: gone === undefined ? none : textsByColumn(gone, columns, (i) => !movedGone.has(i)),
     added: come === undefined ? none : textsByColumn(come, columns, (j) => !movedCome.has(j)),
   };
+}
+
+/** The rows with `columns` less the vector ones (and the row keys and ids they came with). */
+function withoutVectors(
+  rows: Table | undefined,
+  columns: readonly string[],
+): { rows: Table | undefined; columns: string[] } {
+  if (rows === undefined) return { rows, columns: [...columns] };
+  const vectors = new Set(rows.schema.fields.filter((f) => DataType.isFixedSizeList(f.type)).map((f) => f.name));
+  const kept = columns.filter((c) => !vectors.has(c));
+  if (kept.length === columns.length) return { rows, columns: kept };
+  const carried = rows.schema.fields.map((f) => f.name).filter((c) => !columns.includes(c));
+  return { rows: rows.select([...carried, ...kept]), columns: kept };
 }
