@@ -53,6 +53,9 @@ const ANN_RECHECK_MS = 1000;
  */
 const MERGE_BY_JOIN_ROWS = 1000;
 
+/** Fragments whose coverage is looked up at once when a node reads the rows outside the indexes. */
+const COVERAGE_LOOKUPS = 4;
+
 /** Tries to close a handle again this long after a read still borrowing it refused the close. */
 const CLOSE_RETRY_MS = 1000;
 
@@ -267,8 +270,18 @@ export class LanceRows extends LanceReads implements RowSource {
     await this.recheckAnn(true);
     const rows = await this.changes.within(version, columns, maxRows, async (sample) => {
       const byFragment = rowsByFragment(sample);
-      const covered = await Promise.all([...byFragment.values()].map((at) => this.coveredAt(sample, at, false)));
-      return new Set([...byFragment.keys()].filter((_, i) => !covered[i]).map(Number));
+      const fragments = [...byFragment.entries()];
+      const covered: boolean[] = [];
+      // A few lookups at a time: a table of many small fragments would otherwise put hundreds of index reads in
+      // flight at once on a node that is also answering searches.
+      let next = 0;
+      const lookUp = async () => {
+        for (let f = next++; f < fragments.length; f = next++) {
+          covered[f] = await this.coveredAt(sample, (fragments[f] as [bigint, number[]])[1], false);
+        }
+      };
+      await Promise.all(Array.from({ length: COVERAGE_LOOKUPS }, lookUp));
+      return new Set(fragments.filter((_, f) => !covered[f]).map(([fragment]) => Number(fragment)));
     });
     return rows === undefined
       ? undefined
