@@ -1,6 +1,6 @@
 import type { RecordBatch, Table } from 'apache-arrow';
 import fc from 'fast-check';
-import { describe, expect, test } from 'vitest';
+import { describe, expect, test, vi } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
 import { FreshBudget } from '../src/engine/fresh/budget.js';
 import { FreshPostings } from '../src/engine/fresh/postings.js';
@@ -358,6 +358,48 @@ describe('followed rows past the budget', () => {
     expect(await found(fresh, 'pie cake tea')).toEqual([3n, 4n]);
     fresh.dispose();
     expect(budget.bytes).toBe(0);
+  });
+});
+
+describe('following waited for at most so long', () => {
+  test('a search waits what is left of the wait since the step under way began, and the step goes on', async () => {
+    const rows = (...bodies: [bigint, string][]) =>
+      arrow.tableFromArrays({
+        _rowkey: BigInt64Array.from(bodies.map(([key]) => key)),
+        body: bodies.map(([, body]) => body),
+      });
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const fresh = new FreshRows({ fts, vector: [] }, false, split, new FreshBudget(1_000_000), undefined, {
+      changes: async (_from, to) => {
+        if (to === 2) await released;
+        return { removed: rows(), added: to === 2 ? rows([1n, 'tea']) : rows([2n, 'cake']) };
+      },
+      outside: async () => undefined,
+      folds: async () => ({ text: 1 }),
+    });
+    expect(await fresh.followWithin(1, 1000)).toBe(true);
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
+    try {
+      const first = fresh.followWithin(2, 30);
+      await vi.advanceTimersByTimeAsync(50);
+      expect(await first).toBe(false);
+      // The stalled step began 50 ms ago: a search that would wait 60 ms waits the 10 left.
+      let answered: boolean | undefined;
+      fresh.followWithin(3, 60).then((done) => {
+        answered = done;
+      });
+      await vi.advanceTimersByTimeAsync(10);
+      expect(answered).toBe(false);
+    } finally {
+      vi.useRealTimers();
+    }
+    release();
+    expect(await fresh.followWithin(3, 5_000)).toBe(true);
+    expect(await found(fresh, 'tea cake')).toEqual([1n, 2n]);
+    fresh.dispose();
   });
 });
 

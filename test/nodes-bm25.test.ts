@@ -134,6 +134,61 @@ describe('the fresh rows of a table nodes share', () => {
   });
 });
 
+describe('a step of following that takes longer than a search waits', () => {
+  test("leaves the searches meanwhile to Lance's own way, which answers the live rows, and is used once it is done", async () => {
+    const writes = await writer.as('acme');
+    const searches: Client = await reader.as('acme');
+    const tables = await textTable(writes, 'stalled', 'docs');
+    const words = ['gorse', 'heath', 'bracken', 'fern'];
+    let seed = 11;
+    const random = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31;
+      return seed / 2 ** 31;
+    };
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+    const body = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(words)).join(' ');
+    const model = new LiveTexts(tables, 'docs', body, random);
+    const check = (step: string) =>
+      model.expectScores(searches, 'stalled', `${pick(words)} ${pick(words)}`, false, step);
+    await model.append(60);
+    await upkeepPass(writer, 'stalled');
+    await model.append(12);
+    await check('followed');
+
+    // The reader's next step of following stalls until released (a fold's compaction of a large tail).
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let stalled = 0;
+    await onTableHandle(reader, 'stalled', 'docs', async (handle) => {
+      const rows = handle.rows as unknown as { changedRows: (...args: unknown[]) => Promise<unknown> };
+      const original = rows.changedRows.bind(rows);
+      rows.changedRows = async (...args: unknown[]) => {
+        rows.changedRows = original;
+        stalled++;
+        await released;
+        return original(...args);
+      };
+    });
+    await model.append(5);
+    await model.change('update');
+    // Neither search waits for the step: both would hang until the release otherwise.
+    await check('while the step stalls');
+    await check('again while it stalls');
+    expect(stalled).toBe(1);
+    release();
+    await model.append(3);
+    await check('after it');
+    let held = -1;
+    await onTableHandle(reader, 'stalled', 'docs', async (handle) => {
+      expect(handle.fresh.usable('text')).toBe(true);
+      held = handle.fresh.size;
+    });
+    expect(held).toBeGreaterThanOrEqual(20);
+  });
+});
+
 async function scores(client: Client, table: string, query: string) {
   const rows = await searchRows(client, 'racing', table, query);
   return new Map(rows.map((r) => [r.id, r._bm25] as const));

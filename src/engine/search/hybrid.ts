@@ -35,10 +35,10 @@ export async function hybridSearch(table: TableHandle, req: HybridRequest): Prom
   );
   const { receipt } = freshness;
   // Where nodes share the table, the fresh rows beside the indexes follow it to the search's version first, and are
-  // read only then.
+  // read only then; a step of following that stalls past what a search waits leaves it to Lance's own way.
   const following = table.fresh.follows;
-  const beside = filter === undefined && (!following || freshness.outside.some((rows) => rows > 0));
-  if (following && beside) await table.fresh.follow(receipt.version);
+  const wanted = filter === undefined && (!following || freshness.outside.some((rows) => rows > 0));
+  const beside = wanted && (!following || (await table.fresh.followWithin(receipt.version)));
   const n = texts.length;
   const textIndexed = n > 0 && freshness.indexed.slice(0, n).every(Boolean);
   const textOutside = Math.max(0, ...freshness.outside.slice(0, n));

@@ -284,9 +284,12 @@ async function readBeside(
     // Followed rows (nodes sharing the table): a commit that landed before the index read ended may have moved rows
     // out of the rows searched and into the index after it read (a compaction, then a fold), or left a replaced
     // row out of both. Following up to the latest version tells: where it removed rows, both are read again, and
-    // Lance's own way once the table keeps moving.
+    // Lance's own way once the table keeps moving or a step takes longer than a search waits.
     for (let attempt = 1; both !== undefined && table.fresh.follows; attempt++) {
-      await table.fresh.follow(await table.rows.version());
+      if (!(await table.fresh.followWithin(await table.rows.version()))) {
+        both = undefined;
+        break;
+      }
       if (table.fresh.followedMark === both.mark) break;
       both = attempt < FOLLOWED_READS ? await readBoth(table, read.index, freshRead, fresh) : undefined;
     }
