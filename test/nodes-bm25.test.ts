@@ -39,12 +39,7 @@ describe('BM25 over the live rows, written through another node', () => {
     const searches: Client = await reader.as('acme');
     const tables = await textTable(writes, 'shared', 'docs');
     const words = ['red', 'kettle', 'blue', 'pot', 'tea', 'cup', 'green', 'steel'];
-    let seed = 7;
-    const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
-    const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+    const { random, pick } = seeded(7);
     const body = () =>
       random() < 0.05 ? null : Array.from({ length: 1 + Math.floor(random() * 7) }, () => pick(words)).join(' ');
     const model = new LiveTexts(tables, 'docs', body, random);
@@ -77,12 +72,7 @@ describe('the fresh rows of a table nodes share', () => {
     const searches: Client = await reader.as('acme');
     const tables = await textTable(writes, 'followed', 'docs');
     const words = ['oak', 'ash', 'elm', 'fir', 'yew'];
-    let seed = 3;
-    const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
-    const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+    const { random, pick } = seeded(3);
     const body = () => Array.from({ length: 1 + Math.floor(random() * 5) }, () => pick(words)).join(' ');
     const model = new LiveTexts(tables, 'docs', body, random);
     const check = (step: string) =>
@@ -140,12 +130,7 @@ describe('a step of following that takes longer than a search waits', () => {
     const searches: Client = await reader.as('acme');
     const tables = await textTable(writes, 'stalled', 'docs');
     const words = ['gorse', 'heath', 'bracken', 'fern'];
-    let seed = 11;
-    const random = () => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31;
-      return seed / 2 ** 31;
-    };
-    const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+    const { random, pick } = seeded(11);
     const body = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(words)).join(' ');
     const model = new LiveTexts(tables, 'docs', body, random);
     const check = (step: string) =>
@@ -188,6 +173,17 @@ describe('a step of following that takes longer than a search waits', () => {
     expect(held).toBeGreaterThanOrEqual(20);
   });
 });
+
+/** A repeatable stream of numbers in [0, 1) from `seed`, and a pick among values by it. */
+function seeded(seed: number) {
+  let state = seed;
+  const random = () => {
+    state = (state * 1103515245 + 12345) % 2 ** 31;
+    return state / 2 ** 31;
+  };
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+  return { random, pick };
+}
 
 async function scores(client: Client, table: string, query: string) {
   const rows = await searchRows(client, 'racing', table, query);
@@ -455,12 +451,7 @@ describe('a follower under a random mix of writes and folds through the other no
       const searches = await reader.as('acme');
       const tables = await textTable(writes, database, 'docs');
       const words = ['red', 'kettle', 'blue', 'pot', 'tea', 'cup'];
-      let seed = first;
-      const random = () => {
-        seed = (seed * 1103515245 + 12345) % 2 ** 31;
-        return seed / 2 ** 31;
-      };
-      const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)] as T;
+      const { random, pick } = seeded(first);
       const body = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(words)).join(' ');
       const live = new Map<number, string>();
       let next = 0;
