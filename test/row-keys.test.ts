@@ -124,6 +124,53 @@ describe('row keys by Lance row id', () => {
   });
 });
 
+describe('row keys looked up by searches at once', () => {
+  test('keeps the keys of the ids it knew when it began, and lets go only of a bucket it found lacking a row', async () => {
+    const table = await connection.createTable('raced', rowsWithKeys(0, 10));
+    await table.add(rowsWithKeys(100, 5));
+    try {
+      const ids = rowIdsOf(await table.query().select([ROW_KEY]).withRowId().toArrow());
+      const [first, , , , fifth] = ids;
+      const other = ids[10] as bigint;
+      // Each lookup's read by id waits for its own gate.
+      const gates: (() => void)[] = [];
+      const held = new Proxy(table, {
+        get(target, prop, receiver) {
+          if (prop !== 'takeRowIds') return Reflect.get(target, prop, receiver);
+          return (rowIds: bigint[]) => {
+            const gate = new Promise<void>((resolve) => gates.push(resolve));
+            const taken = target.takeRowIds(rowIds).select([ROW_KEY]).withRowId();
+            const toArrow = async () => {
+              await gate;
+              return taken.toArrow();
+            };
+            return { select: () => ({ withRowId: () => ({ toArrow }) }) };
+          };
+        },
+      });
+      const cache = new RowKeys(held);
+      // A asks for an id of the first fragment before its bucket is loaded; its read waits.
+      const a = cache.of([first as bigint]);
+      // C asks for the same: its read ends at once, and the bucket loads.
+      const c = cache.of([first as bigint]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      gates[1]?.();
+      await c;
+      await cache.loaded();
+      // B knows the first fragment's ids now, not the second's; its read waits.
+      const b = cache.of([fifth as bigint, other]);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      // A's read ends (it had found that bucket absent, not lacking a row), then B's.
+      gates[0]?.();
+      expect(await a).toEqual([0n]);
+      gates[2]?.();
+      expect(await b).toEqual([4n, 100n]);
+    } finally {
+      table.close();
+    }
+  });
+});
+
 describe('rows read by key', () => {
   const keysRead = (tables: ArrowTable[]) =>
     tables.flatMap((t) => Array.from(rowKeysOf(t))).sort((a, b) => Number(a - b));

@@ -73,15 +73,26 @@ export class RowKeys {
    * whole fragment's keys (1M rows: 46–62 ms in process, more beside the index warm-up of a table just opened).
    */
   async of(rowIds: readonly bigint[]): Promise<(bigint | undefined)[]> {
-    const unknown = [...new Set(rowIds.filter((id) => this.lookup(id) === NO_ROW))];
+    // Taken now: another call may let go of a bucket while this one waits for Lance.
+    const known = rowIds.map((id) => this.lookup(id));
+    const unknown = [...new Set(rowIds.filter((_, i) => known[i] === NO_ROW))];
+    const lacking = new Map<bigint, BigInt64Array>();
+    for (const id of unknown) {
+      const slots = this.buckets.get(id >> BUCKET_BITS);
+      if (slots !== undefined) lacking.set(id >> BUCKET_BITS, slots);
+    }
     const direct = unknown.length === 0 ? new Map<bigint, bigint>() : await this.readIds(unknown);
-    // A bucket held without a row Lance has: loaded before it grew (stable row ids), so it loads again.
-    for (const id of direct.keys()) this.buckets.delete(id >> BUCKET_BITS);
+    // A bucket held without a row Lance has: loaded before it grew (stable row ids), so it loads again. Only the
+    // bucket this call found lacking: one another call loaded meanwhile is whole.
+    for (const id of direct.keys()) {
+      const bucket = id >> BUCKET_BITS;
+      if (lacking.has(bucket) && this.buckets.get(bucket) === lacking.get(bucket)) this.buckets.delete(bucket);
+    }
     const absent = new Set(unknown.map((id) => id >> BUCKET_BITS).filter((bucket) => !this.buckets.has(bucket)));
     if (absent.size > 0) this.load([...absent]);
-    return rowIds.map((id) => {
+    return rowIds.map((id, i) => {
       this.used.add(id >> BUCKET_BITS);
-      const key = this.lookup(id);
+      const key = known[i] as bigint;
       return key === NO_ROW ? direct.get(id) : key;
     });
   }
