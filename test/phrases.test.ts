@@ -20,6 +20,9 @@ const ROWS = [
   'password for managers',
   'password managers',
   'tea cups',
+  // A word of 255 bytes or more is dropped but keeps its place: no phrase matches across it.
+  `ruby ${'x'.repeat(300)} teapot`,
+  'ruby teapot',
 ];
 
 beforeAll(async () => {
@@ -72,6 +75,7 @@ const QUERIES: Record<string, unknown>[] = [
   { text_query: 'blue "kettle that"' },
   { text_query: '"password manager"', text_field: 'stemmed' },
   { text_query: '"password for manager"', text_field: 'stemmed' },
+  { text_query: '"ruby teapot" ruby' },
 ];
 
 describe('phrases', () => {
@@ -80,6 +84,7 @@ describe('phrases', () => {
     expect(await ids({ text_query: '"red kettle" tea' })).toEqual([0, 2, 5, 8]);
     expect(await ids({ text_query: '"red kettle" tea', operator: 'and' })).toEqual([0]);
     expect(await ids({ text_query: 'blue "kettle that"' })).toEqual([1, 3]);
+    expect(await ids({ text_query: '"ruby teapot"' })).toEqual([10]);
     // A stop word the analyzer drops still stands between the words it separated.
     expect(await ids({ text_query: '"password managers"', text_field: 'stemmed' })).toEqual([7]);
     expect(await ids({ text_query: '"password for manager"', text_field: 'stemmed' })).toEqual([6]);

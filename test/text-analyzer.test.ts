@@ -33,6 +33,14 @@ afterAll(() => {
 const lance = async (text: string, analyzer: 'ascii_lower' | 'standard') =>
   (await table.tokenize(text, { column: analyzer })).map((t) => t.text);
 
+/** Each token with its position, as Lance gives them and as `analyze` does: a token dropped for its length keeps its place. */
+const lancePositioned = async (text: string, analyzer: 'ascii_lower' | 'standard') =>
+  (await table.tokenize(text, { column: analyzer })).map((t) => [t.text, t.position] as const);
+const positioned = (text: string, analyzer: 'ascii_lower' | 'standard') => {
+  const positions: number[] = [];
+  return analyze(text, analyzer, positions)?.map((token, i) => [token, positions[i]] as const);
+};
+
 /** Characters that tokenizers treat differently: ASCII, accents, ligatures, Greek, Cyrillic, marks, symbols, emoji. */
 const PIECES = [
   'a',
@@ -78,7 +86,7 @@ describe('the analyzers make the tokens Lance makes', () => {
   test('ascii_lower, on any text', async () => {
     await fc.assert(
       fc.asyncProperty(text, async (s) => {
-        expect(analyze(s, 'ascii_lower')).toEqual(await lance(s, 'ascii_lower'));
+        expect(positioned(s, 'ascii_lower')).toEqual(await lancePositioned(s, 'ascii_lower'));
       }),
       { numRuns: 300 },
     );
@@ -89,10 +97,23 @@ describe('the analyzers make the tokens Lance makes', () => {
       fc.asyncProperty(text, async (s) => {
         // Texts the service leaves to Lance (a mark after a space here) have no tokens of its own.
         if (!analyzableHere(s, 'standard')) expect(analyze(s, 'standard')).toBeUndefined();
-        else expect(analyze(s, 'standard')).toEqual(await lance(s, 'standard'));
+        else expect(positioned(s, 'standard')).toEqual(await lancePositioned(s, 'standard'));
       }),
       { numRuns: 300 },
     );
+  });
+
+  test('a token dropped for its length keeps its place after the first kept token, and takes none before it', async () => {
+    const long = 'x'.repeat(300);
+    for (const s of [`red ${long} kettle`, `${long} ${long} a c`, `b ${long} ${long} a`, `${'é'.repeat(130)} z`]) {
+      for (const analyzer of ['ascii_lower', 'standard'] as const) {
+        expect(positioned(s, analyzer)).toEqual(await lancePositioned(s, analyzer));
+      }
+    }
+    expect(positioned(`red ${long} kettle`, 'standard')).toEqual([
+      ['red', 0],
+      ['kettle', 2],
+    ]);
   });
 
   test('sentences people write', async () => {

@@ -47,14 +47,28 @@ const kept = (token: string) => token.length < MAX_TOKEN_BYTES / 4 || encoder.en
 export const analyzableHere = (text: string, analyzer: Analyzer): boolean =>
   analyzer === 'ascii_lower' || (analyzer === 'standard' && !LANCE_ONLY.test(text));
 
-/** The tokens `analyzer` makes of `text`, in order; for a text `analyzableHere` refuses, undefined. */
-export function analyze(text: string, analyzer: Analyzer): string[] | undefined {
+/**
+ * The tokens `analyzer` makes of `text`, in order; for a text `analyzableHere` refuses, undefined. With `positions`,
+ * each token's position is pushed there, as Lance numbers them: from 0 at the first token kept, and a token dropped
+ * for its length after it keeps its place, so that a phrase does not match across it.
+ */
+export function analyze(text: string, analyzer: Analyzer, positions?: number[]): string[] | undefined {
   const out: string[] = [];
+  let at = 0;
+  const push = (token: string, made: (token: string) => string) => {
+    if (kept(token)) {
+      out.push(made(token));
+      positions?.push(at);
+      at++;
+    } else if (out.length > 0) {
+      at++;
+    }
+  };
   if (analyzer === 'ascii_lower') {
-    for (const [token] of text.matchAll(SIMPLE_TOKEN)) if (kept(token)) out.push(folded(lower(token)));
+    for (const [token] of text.matchAll(SIMPLE_TOKEN)) push(token, (t) => folded(lower(t)));
     return out;
   }
   if (!analyzableHere(text, analyzer)) return undefined;
-  for (const { segment } of words.segment(text)) if (WORD.test(segment) && kept(segment)) out.push(lower(segment));
+  for (const { segment } of words.segment(text)) if (WORD.test(segment)) push(segment, lower);
   return out;
 }
