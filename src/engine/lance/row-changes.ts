@@ -1,4 +1,5 @@
-import { DataType, type Table } from 'apache-arrow';
+import type { Table } from 'apache-arrow';
+import { arrow } from '../../arrow/arrow.js';
 import { sameRow } from '../../arrow/same-row.js';
 import type { TextChanges } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
@@ -369,7 +370,7 @@ function withoutVectors(
   columns: readonly string[],
 ): { rows: Table | undefined; columns: string[] } {
   if (rows === undefined) return { rows, columns: [...columns] };
-  const vectors = new Set(rows.schema.fields.filter((f) => DataType.isFixedSizeList(f.type)).map((f) => f.name));
+  const vectors = new Set(rows.schema.fields.filter((f) => arrow.DataType.isFixedSizeList(f.type)).map((f) => f.name));
   const kept = columns.filter((c) => !vectors.has(c));
   if (kept.length === columns.length) return { rows, columns: kept };
   const carried = rows.schema.fields.map((f) => f.name).filter((c) => !columns.includes(c));
