@@ -115,6 +115,12 @@ describe('explain', () => {
     expect(fresh?._explain.vector).toMatchObject({ rank: 1, found: 'fresh' });
     expect(reply.json.explain.legs.text).toMatchObject({ read: 'index_and_fresh', outside_index: 1 });
     expect(reply.json.explain.legs.vector).toMatchObject({ read: 'index_and_fresh', outside_index: 1 });
+    // A text leg with a boost reads each column on its own; with a filter (which only Lance evaluates) none beside
+    // the fresh rows.
+    const boosted = { text_fields: [{ field: 'body', boost: 2 }], text_query: 'red steel' };
+    expect((await search(boosted)).json.explain.legs.text).toMatchObject({ read: 'index_and_fresh' });
+    const filtered = await search({ ...boosted, filter: 'id >= 0' });
+    expect(filtered.json.explain.legs.text).toMatchObject({ read: 'index_and_scan', outside_index: 1 });
     await upkeepPass(server, 'ex');
   });
 

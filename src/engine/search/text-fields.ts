@@ -60,5 +60,13 @@ export async function readTextFields(
     }),
   );
   const keys = [...sums.keys()];
-  return { rows: NO_ROWS, values: keys.map((key) => sums.get(key) as number), ids: [], keys, fresh };
+  // Read beside the fresh rows only if some column's leg was (`explain` tells a leg's read by it).
+  const beside = perField.some((hits) => hits.fresh !== undefined);
+  return {
+    rows: NO_ROWS,
+    values: keys.map((key) => sums.get(key) as number),
+    ids: [],
+    keys,
+    fresh: beside ? fresh : undefined,
+  };
 }
