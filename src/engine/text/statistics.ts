@@ -9,7 +9,7 @@ import { tokenizeMany } from './tokenize-many.js';
 /** Lance's tokens of a text under a column's analyzer, with their positions, for the texts `analyze` leaves to it. */
 export type LanceTokens = (text: string, column: string) => Promise<PositionedToken[]>;
 
-/** A text's tokens and the position of each (`analyze` leaves no gaps: its positions are 0, 1, 2, …). */
+/** A text's tokens and the position of each (a word dropped for its length leaves a gap, as in Lance's index). */
 export interface PositionedTokens {
   tokens: string[];
   positions: number[];
@@ -84,6 +84,9 @@ export type ChangedTexts = (from: number, to: number, maxRows: number) => Promis
  * row's texts.
  */
 const BRIDGE_MIN_ROWS = 10_000;
+
+/** The tokens of a null text. */
+const NO_TOKENS: PositionedTokens = { tokens: [], positions: [] };
 
 /**
  * BM25's statistics of a table's full-text columns over its live rows (docs/api.md, Freshness): rows with tokens,
@@ -351,8 +354,8 @@ export class TextStatistics {
     const out: T[] = new Array(texts.length);
     const left: number[] = [];
     texts.forEach((text, i) => {
-      // A null text has no tokens, as an empty one.
-      const made = here(text ?? '');
+      // A null text has no tokens (under a stemming analyzer `here` leaves even '' to Lance).
+      const made = text === null ? fromLance(NO_TOKENS) : here(text);
       if (made === undefined) left.push(i);
       else out[i] = made;
     });
