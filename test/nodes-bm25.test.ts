@@ -35,16 +35,8 @@ afterAll(async () => {
 
 describe('BM25 over the live rows, written through another node', () => {
   test('scores the rows another node wrote, replaced and deleted, and folds, exactly, without building again', async () => {
-    const writes = await writer.as('acme');
-    const searches: Client = await reader.as('acme');
-    const tables = await textTable(writes, 'shared', 'docs');
     const words = ['red', 'kettle', 'blue', 'pot', 'tea', 'cup', 'green', 'steel'];
-    const { random, pick } = seeded(7);
-    const body = () =>
-      random() < 0.05 ? null : Array.from({ length: 1 + Math.floor(random() * 7) }, () => pick(words)).join(' ');
-    const model = new LiveTexts(tables, 'docs', body, random);
-    const check = (step: string) =>
-      model.expectScores(searches, 'shared', `${pick(words)} ${pick(words)}`, false, step);
+    const { model, check, random, pick } = await followedTexts('shared', words, { seed: 7, longest: 7, nulls: true });
 
     await model.append(80);
     await upkeepPass(writer, 'shared');
@@ -68,15 +60,10 @@ describe('BM25 over the live rows, written through another node', () => {
 
 describe('the fresh rows of a table nodes share', () => {
   test('a node that did not write the rows outside the index reads them from the bucket and follows the table', async () => {
-    const writes = await writer.as('acme');
-    const searches: Client = await reader.as('acme');
-    const tables = await textTable(writes, 'followed', 'docs');
-    const words = ['oak', 'ash', 'elm', 'fir', 'yew'];
-    const { random, pick } = seeded(3);
-    const body = () => Array.from({ length: 1 + Math.floor(random() * 5) }, () => pick(words)).join(' ');
-    const model = new LiveTexts(tables, 'docs', body, random);
-    const check = (step: string) =>
-      model.expectScores(searches, 'followed', `${pick(words)} ${pick(words)}`, false, step);
+    const { model, check } = await followedTexts('followed', ['oak', 'ash', 'elm', 'fir', 'yew'], {
+      seed: 3,
+      longest: 5,
+    });
     const held = async () => {
       let rows = -1;
       await onTableHandle(reader, 'followed', 'docs', async (handle) => {
@@ -126,15 +113,8 @@ describe('the fresh rows of a table nodes share', () => {
 
 describe('a step of following that takes longer than a search waits', () => {
   test("leaves the searches meanwhile to Lance's own way, which answers the live rows, and is used once it is done", async () => {
-    const writes = await writer.as('acme');
-    const searches: Client = await reader.as('acme');
-    const tables = await textTable(writes, 'stalled', 'docs');
     const words = ['gorse', 'heath', 'bracken', 'fern'];
-    const { random, pick } = seeded(11);
-    const body = () => Array.from({ length: 1 + Math.floor(random() * 4) }, () => pick(words)).join(' ');
-    const model = new LiveTexts(tables, 'docs', body, random);
-    const check = (step: string) =>
-      model.expectScores(searches, 'stalled', `${pick(words)} ${pick(words)}`, false, step);
+    const { model, check } = await followedTexts('stalled', words, { seed: 11, longest: 4 });
     await model.append(60);
     await upkeepPass(writer, 'stalled');
     await model.append(12);
@@ -173,6 +153,27 @@ describe('a step of following that takes longer than a search waits', () => {
     expect(held).toBeGreaterThanOrEqual(20);
   });
 });
+
+/**
+ * Table `docs` of acme's database `database`, written through the writer and searched through the reader: bodies of
+ * 1 to `longest` of `words` (one in 20 null, with `nulls`), and a check of the reader's scores of two random words.
+ */
+async function followedTexts(
+  database: string,
+  words: readonly string[],
+  how: { seed: number; longest: number; nulls?: boolean },
+) {
+  const tables = await textTable(await writer.as('acme'), database, 'docs');
+  const searches: Client = await reader.as('acme');
+  const { random, pick } = seeded(how.seed);
+  const body = () =>
+    how.nulls === true && random() < 0.05
+      ? null
+      : Array.from({ length: 1 + Math.floor(random() * how.longest) }, () => pick(words)).join(' ');
+  const model = new LiveTexts(tables, 'docs', body, random);
+  const check = (step: string) => model.expectScores(searches, database, `${pick(words)} ${pick(words)}`, false, step);
+  return { model, check, random, pick };
+}
 
 /** A repeatable stream of numbers in [0, 1) from `seed`, and a pick among values by it. */
 function seeded(seed: number) {
