@@ -270,18 +270,17 @@ export class LanceRows extends LanceReads implements RowSource {
     await this.recheckAnn(true);
     const rows = await this.changes.within(version, columns, maxRows, async (sample) => {
       const byFragment = rowsByFragment(sample);
-      const fragments = [...byFragment.entries()];
+      const rowsOf = [...byFragment.values()];
       const covered: boolean[] = [];
       // A few lookups at a time: a table of many small fragments would otherwise put hundreds of index reads in
       // flight at once on a node that is also answering searches.
       let next = 0;
       const lookUp = async () => {
-        for (let f = next++; f < fragments.length; f = next++) {
-          covered[f] = await this.coveredAt(sample, (fragments[f] as [bigint, number[]])[1], false);
-        }
+        for (let f = next++; f < rowsOf.length; f = next++)
+          covered[f] = await this.coveredAt(sample, rowsOf[f] ?? [], false);
       };
       await Promise.all(Array.from({ length: COVERAGE_LOOKUPS }, lookUp));
-      return new Set(fragments.filter((_, f) => !covered[f]).map(([fragment]) => Number(fragment)));
+      return new Set([...byFragment.keys()].filter((_, f) => !covered[f]).map(Number));
     });
     return rows === undefined
       ? undefined
