@@ -1,11 +1,14 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Connection, connect, Index, type Table as LanceTable } from '@lancedb/lancedb';
+import type { Table } from 'apache-arrow';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { RowChanges } from '../src/engine/lance/row-changes.js';
+import { DatasetCommits, manifestPath, operationOf } from '../src/engine/lance/commits.js';
+import { RowChanges, type RowsBetween } from '../src/engine/lance/row-changes.js';
 import type { TextChanges } from '../src/engine/rows/source.js';
 import { ROW_KEY } from '../src/engine/tables/schema.js';
 
@@ -28,11 +31,21 @@ function rows(entries: readonly (readonly [bigint, string | null])[]) {
   });
 }
 
-/** A table of its own, and a follower that reads it the way another node would (by version, through its own handles). */
-async function table(): Promise<{ lance: LanceTable; changes: RowChanges }> {
+/** A dataset's commits as the service reads them, from its folder. */
+const commitsOf = (name: string) => new DatasetCommits((path) => readFile(join(dir, `${name}.lance`, path)));
+
+/**
+ * A table of its own, and a follower that reads it the way another node would (by version, through its own handles);
+ * told which versions compacted when `compactions`.
+ */
+async function table(compactions = false): Promise<{ lance: LanceTable; changes: RowChanges; name: string }> {
   const name = `t${tables++}`;
   const lance = await connection.createEmptyTable(name, schema);
-  const changes = new RowChanges(
+  return { lance, changes: follower(name, compactions), name };
+}
+
+function follower(name: string, compactions: boolean): RowChanges {
+  return new RowChanges(
     async (version) => {
       const reader = await connection.openTable(name);
       try {
@@ -44,8 +57,8 @@ async function table(): Promise<{ lance: LanceTable; changes: RowChanges }> {
       }
     },
     (reader) => reader.close(),
+    compactions ? commitsOf(name) : undefined,
   );
-  return { lance, changes };
 }
 
 /** The texts of the live rows, as a multiset. */
@@ -67,6 +80,25 @@ function applied(before: Map<string, number>, changes: TextChanges): Map<string,
   for (const text of changes.added.get('s') ?? []) out.set(String(text), (out.get(String(text)) ?? 0) + 1);
   return out;
 }
+
+/** `before` (texts by row key) less the rows gone, with the rows come. */
+function appliedByKey(before: Map<bigint, string | null>, between: RowsBetween): Map<bigint, string | null> {
+  const out = new Map(before);
+  const each = (rows: Table | undefined, f: (key: bigint, text: string | null) => void) => {
+    const keys = rows?.getChild(ROW_KEY)?.toArray() as BigInt64Array | undefined;
+    for (const [i, key] of (keys ?? []).entries()) f(key, (rows?.getChild('s')?.get(i) as string | null) ?? null);
+  };
+  each(between.gone, (key) => {
+    expect(out.has(key)).toBe(true);
+    out.delete(key);
+  });
+  each(between.come, (key, text) => {
+    expect(out.has(key)).toBe(false);
+    out.set(key, text);
+  });
+  return out;
+}
+const sortedRows = (m: Map<bigint, string | null>) => [...m].sort(([a], [b]) => (a < b ? -1 : 1));
 
 const sorted = (m: Map<string, number> | undefined) => [...(m ?? new Map())].sort(([a], [b]) => a.localeCompare(b));
 
@@ -100,52 +132,65 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('how the rows changed between two versions, whatever committed them', () => {
-  test('counting out the rows only the older version holds and in those only the newer holds gives the newer rows', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 7 }), async (ops) => {
-        const { lance, changes } = await table();
-        const live = new Map<bigint, string | null>();
-        let nextKey = 0n;
-        let followed = counted([]);
-        let followedAt = await lance.version();
-        for (const step of ops) {
-          const keys = [...live.keys()];
-          const picked = (pick: number[]) => [
-            ...new Set(pick.flatMap((i) => (keys.length === 0 ? [] : [keys[i % keys.length] as bigint]))),
-          ];
-          if (step.kind === 'append') {
-            const entries = step.texts.map((t) => [nextKey++, t] as const);
-            await lance.add(rows(entries));
-            for (const [key, t] of entries) live.set(key, t);
-          } else if (step.kind === 'delete') {
-            const gone = picked(step.pick);
-            if (gone.length === 0) continue;
-            await lance.delete(`${ROW_KEY} IN (${gone.join(', ')})`);
-            for (const key of gone) live.delete(key);
-          } else if (step.kind === 'update') {
-            const changed = picked(step.pick);
-            if (changed.length === 0) continue;
-            const entries = changed.map((key) => [key, step.text] as const);
-            await lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll().execute(rows(entries));
-            for (const [key, t] of entries) live.set(key, t);
-          } else if (step.kind === 'compact') {
-            await lance.optimize();
-          } else {
-            // A version followed later, together with the next step's.
-            continue;
+  test.each([
+    ['as moved rows read on both sides', false],
+    ['told which versions compacted', true],
+  ])(
+    'counting out the rows only the older version holds and in those only the newer holds gives the newer rows, %s',
+    async (_, compactions) => {
+      await fc.assert(
+        fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 7 }), async (ops) => {
+          const { lance, changes } = await table(compactions);
+          const live = new Map<bigint, string | null>();
+          let followedRows = new Map<bigint, string | null>();
+          let nextKey = 0n;
+          let followed = counted([]);
+          let followedAt = await lance.version();
+          for (const step of ops) {
+            const keys = [...live.keys()];
+            const picked = (pick: number[]) => [
+              ...new Set(pick.flatMap((i) => (keys.length === 0 ? [] : [keys[i % keys.length] as bigint]))),
+            ];
+            if (step.kind === 'append') {
+              const entries = step.texts.map((t) => [nextKey++, t] as const);
+              await lance.add(rows(entries));
+              for (const [key, t] of entries) live.set(key, t);
+            } else if (step.kind === 'delete') {
+              const gone = picked(step.pick);
+              if (gone.length === 0) continue;
+              await lance.delete(`${ROW_KEY} IN (${gone.join(', ')})`);
+              for (const key of gone) live.delete(key);
+            } else if (step.kind === 'update') {
+              const changed = picked(step.pick);
+              if (changed.length === 0) continue;
+              const entries = changed.map((key) => [key, step.text] as const);
+              await lance.mergeInsert(ROW_KEY).whenMatchedUpdateAll().execute(rows(entries));
+              for (const [key, t] of entries) live.set(key, t);
+            } else if (step.kind === 'compact') {
+              await lance.optimize();
+            } else {
+              // A version followed later, together with the next step's.
+              continue;
+            }
+            const version = await lance.version();
+            const found = await changes.texts(followedAt, version, ['s'], Number.POSITIVE_INFINITY);
+            expect(found).toBeDefined();
+            const next = applied(followed, found as TextChanges);
+            expect(sorted(next)).toEqual(sorted(counted(live.values())));
+            // By row key too: the rows gone and come, applied to the rows followed, are the live rows with their values.
+            const between = await changes.between(followedAt, version, ['s'], ['s'], Number.POSITIVE_INFINITY);
+            expect(between).toBeDefined();
+            followedRows = appliedByKey(followedRows, between as RowsBetween);
+            expect(sortedRows(followedRows)).toEqual(sortedRows(live));
+            followed = next as Map<string, number>;
+            followedAt = version;
           }
-          const version = await lance.version();
-          const found = await changes.texts(followedAt, version, ['s'], Number.POSITIVE_INFINITY);
-          expect(found).toBeDefined();
-          const next = applied(followed, found as TextChanges);
-          expect(sorted(next)).toEqual(sorted(counted(live.values())));
-          followed = next as Map<string, number>;
-          followedAt = version;
-        }
-      }),
-      { numRuns: 25 },
-    );
-  }, 120_000);
+        }),
+        { numRuns: compactions ? 80 : 25 },
+      );
+    },
+    120_000,
+  );
 
   test('a compaction moves rows without changing them: nothing is counted out or in', async () => {
     const { lance, changes } = await table();
@@ -169,6 +214,44 @@ describe('how the rows changed between two versions, whatever committed them', (
     const found = await changes.texts(before, await lance.version(), ['s'], Number.POSITIVE_INFINITY);
     expect(found?.removed.get('s')).toEqual([]);
     expect(found?.added.get('s')).toEqual([]);
+  });
+
+  test('told which versions compacted, a step across a compaction reads only the rows written on either side of it', async () => {
+    const { lance, changes, name } = await table(true);
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+      ]),
+    );
+    await lance.add(
+      rows([
+        [2n, 'c'],
+        [3n, 'd'],
+      ]),
+    );
+    await lance.delete(`${ROW_KEY} = 1`);
+    const from = await lance.version();
+    await lance.add(rows([[4n, 'e']]));
+    await lance.optimize();
+    expect((await lance.stats()).fragmentStats.numFragments).toBe(1);
+    await lance.add(rows([[5n, 'f']]));
+    await lance
+      .mergeInsert(ROW_KEY)
+      .whenMatchedUpdateAll()
+      .execute(rows([[2n, 'C']]));
+    await lance.delete(`${ROW_KEY} = 4`);
+    const found = await changes.between(from, await lance.version(), ['s'], ['s'], Number.POSITIVE_INFINITY);
+    // Rows 0, 2, 3 and 4 moved: none is read for that. 2 was replaced since, 4 added and deleted, 5 added.
+    expect(found?.gone?.toArray().map((r) => [r[ROW_KEY], r.s])).toEqual([[2n, 'c']]);
+    expect(found?.come?.toArray().map((r) => [r[ROW_KEY], r.s])).toEqual([
+      [5n, 'f'],
+      [2n, 'C'],
+    ]);
+    // Not told, the moved rows are read on both sides.
+    const blind = await follower(name, false).between(from, await lance.version(), ['s'], ['s'], 100);
+    expect(blind?.gone?.numRows).toBe(3);
+    expect(blind?.come?.numRows).toBe(4);
   });
 
   test('an append read from the version followed last is only the rows it added', async () => {
@@ -366,5 +449,58 @@ describe('the rows read between two versions, kept for the next reader of the sa
     } finally {
       reads.mockRestore();
     }
+  });
+});
+
+describe('which versions a compaction made, read from their manifests', () => {
+  test('only a compaction is one; a manifest missing or not whole tells nothing', async () => {
+    const { lance, name } = await table();
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+        [2n, 'c'],
+      ]),
+    );
+    await lance.add(rows([[3n, 'd']]));
+    await lance
+      .mergeInsert(ROW_KEY)
+      .whenMatchedUpdateAll()
+      .execute(rows([[0n, 'A']]));
+    await lance.delete(`${ROW_KEY} = 3`);
+    const before = await lance.version();
+    await lance.optimize();
+    const commits = commitsOf(name);
+    const compactions = await commits.compactions(0, await lance.version());
+    expect(compactions).toHaveLength(1);
+    expect(compactions?.[0]).toBeGreaterThan(before);
+    expect(await commits.compacted(before)).toBe(false);
+    expect(await commits.compacted(1000)).toBeUndefined();
+    expect(await commits.compactions(before, 1000)).toBeUndefined();
+
+    // Any part of a manifest, or a byte of it changed: an answer or none, never a throw.
+    const manifest = await readFile(join(dir, `${name}.lance`, manifestPath(compactions?.[0] as number)));
+    expect(operationOf(manifest)).toBe(104);
+    for (let cut = 0; cut < manifest.length; cut += 7) expect(() => operationOf(manifest.subarray(cut))).not.toThrow();
+    fc.assert(
+      fc.property(fc.nat(manifest.length - 1), fc.nat(255), (at, byte) => {
+        const changed = Uint8Array.from(manifest);
+        changed[at] = byte;
+        const operation = operationOf(changed);
+        expect(operation === undefined || Number.isInteger(operation)).toBe(true);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  test('the manifest parser answers or refuses any bytes, never throws', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 200 }), fc.boolean(), (bytes, magic) => {
+        const file = magic ? Uint8Array.from([...bytes, ...new TextEncoder().encode('LANC')]) : bytes;
+        const operation = operationOf(file);
+        expect(operation === undefined || Number.isInteger(operation)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });

@@ -13,7 +13,7 @@ import { eventually } from './support/server.js';
 
 const DIM = 8;
 let dir: string;
-let location: LanceLocation;
+let location: Pick<LanceLocation, 'uri' | 'storageOptions'>;
 
 const alive = (pid: number) => {
   try {
@@ -26,7 +26,7 @@ const alive = (pid: number) => {
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'strata-upkeep-process-'));
-  location = { uri: dir, storageOptions: {}, expiresAtMs: undefined, publicUri: 'local://test', local: true };
+  location = { uri: dir, storageOptions: {} };
   const rand = rng(5);
   const schema = new arrow.Schema([
     new arrow.Field('id', new arrow.Int64(), false),

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import type { Binding } from './binding.js';
 import { prefixSegments } from './binding.js';
 import { LocalObjects } from './local.js';
-import { asRemoteStorageError } from './objects.js';
+import { asRemoteStorageError, type ObjectStore } from './objects.js';
 import { bucketsDir, openObjects, type StorageEnv } from './open.js';
 
 /** Where a database's Lance datasets live and how Lance reaches them. */
@@ -16,6 +16,8 @@ export interface LanceLocation {
   publicUri: string;
   /** Whether `uri` is a local folder, whose writes Strata must make durable itself (`DurableFolder`). */
   local: boolean;
+  /** The same place's objects as the service reads them itself, by keys under `TABLES_PREFIX` (`<table_id>.lance/…`). */
+  objects: ObjectStore;
 }
 
 export const TABLES_PREFIX = 'tables';
@@ -32,6 +34,7 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
       expiresAtMs: undefined,
       publicUri: `local://${[binding.bucket, ...tail].join('/')}`,
       local: true,
+      objects,
     };
   }
   // Re-checks the identity and the endpoint. Lance's object store connects by itself (its own Rust HTTP client
@@ -41,7 +44,7 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
   // worker reconnects) gets Lance's signed S3 requests sent to that internal address. Each open narrows the
   // window to one check; closing it needs an egress rule (deny private ranges to the server) or an endpoint
   // Lance reaches only through a proxy that does the same check.
-  await openObjects(binding, env, sessionName);
+  const objects = await openObjects(binding, env, sessionName);
   const { bindingCredentials } = await import('./s3.js');
   const provider = bindingCredentials(binding, env.aws, sessionName);
   const options: Record<string, string> = { aws_region: binding.region };
@@ -64,5 +67,5 @@ export async function lanceLocation(binding: Binding, env: StorageEnv, sessionNa
   }
   if (binding.requesterPays) options.aws_request_payer = 'true';
   const uri = `s3://${[binding.bucket, ...tail].join('/')}`;
-  return { uri, storageOptions: options, expiresAtMs, publicUri: uri, local: false };
+  return { uri, storageOptions: options, expiresAtMs, publicUri: uri, local: false, objects };
 }

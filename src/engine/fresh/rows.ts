@@ -79,7 +79,7 @@ export interface FreshFollowing {
 
 /**
  * Rows that may differ between two versions a following tier is brought across: past it (a large load, or a
- * compaction that moved the table's rows), the rows outside the indexes at the newer version are read instead.
+ * compaction no manifest said was one), the rows outside the indexes at the newer version are read instead.
  */
 const FOLLOW_MAX_ROWS = 100_000;
 
@@ -293,8 +293,8 @@ export class FreshRows implements BudgetedTier {
   }
 
   /**
-   * Moves when following removed rows (another node's replace or delete, or a compaction that moved rows, perhaps
-   * into an index) or let go of them all: a search that read an index beside the rows compares it before and after.
+   * Moves when following removed rows (another node's replace or delete, or a compaction its manifest did not say
+   * was one: its rows read as removed, some perhaps into an index) or let go of them all: a search that read an index beside the rows compares it before and after.
    * Steps that only added rows leave it: an index read that missed them missed rows written after it began.
    */
   get followedMark(): string {
@@ -326,7 +326,7 @@ export class FreshRows implements BudgetedTier {
     }
     if (version > at) {
       const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
-      // Too many rows differ (a compaction of a table under Lance's fragment target moves every row): the rows
+      // Too many rows differ (a load, or a compaction read as rows removed and added): the rows
       // outside the indexes at `version` are read instead, and held in place of all held before (where the budget
       // let go of the rows, `refollow` reads them once a fold allows).
       const outside =
@@ -392,7 +392,8 @@ export class FreshRows implements BudgetedTier {
   /**
    * The rows a step of following removed and added, held as a commit of them would be: every row it removed goes, and
    * every row it added that some index does not cover is held from this step's version (`FreshFollowing.changes`);
-   * a row a compaction moved into covered fragments is no longer held.
+   * a row a compaction moved into covered fragments is no longer held (where the step read it as removed and added;
+   * a compaction its manifest said was one moves no held row).
    */
   private holdChanges(version: number, removed: readonly bigint[], added: Table): void {
     if (removed.length > 0) this.removals++;

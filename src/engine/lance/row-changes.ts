@@ -1,9 +1,10 @@
-import type { Table } from 'apache-arrow';
+import type { RecordBatch, Schema, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import { sameRow } from '../../arrow/same-row.js';
 import type { TextChanges } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import { rowKeysOf } from '../writes/rows.js';
+import type { DatasetCommits } from './commits.js';
 import { type LanceTable, readAll } from './lance.js';
 
 /** Row ids share their upper 32 bits per fragment (Lance's row addresses). */
@@ -44,7 +45,8 @@ export interface RowsBetween {
  * for good, and two versions differ by the addresses only one of them holds. The layouts of the last versions
  * followed to are kept, so that following a table version by version reads each one's row ids once; where every row
  * of the older version is still in the fragments it was in (an append, an index commit), only the rows outside them
- * are read.
+ * are read. A step across a compaction is read as the steps on either side of it: the rows it moved are on
+ * neither side, rather than read twice (with their vectors) to find them unchanged.
  */
 export class RowChanges {
   /** The layouts of the versions last followed to, latest last. */
@@ -55,6 +57,8 @@ export class RowChanges {
   constructor(
     private readonly open: VersionHandle,
     private readonly close: (lance: LanceTable) => void,
+    /** Which versions a compaction made; without it, a compaction's rows are read as removed and added. */
+    private readonly commits?: DatasetCommits,
   ) {}
 
   /**
@@ -68,8 +72,9 @@ export class RowChanges {
   }
 
   /**
-   * The rows only `from` holds (with `goneColumns`) and those only `to` holds (with `cameColumns`); a row a
-   * compaction moved is on both sides. Undefined when a version is no longer kept or more than `maxRows` differ.
+   * The rows only `from` holds (with `goneColumns`) and those only `to` holds (with `cameColumns`). A row a
+   * compaction moved is on neither side where the versions' manifests say which versions compacted, and on both
+   * otherwise. Undefined when a version is no longer kept or more than `maxRows` differ.
    */
   async between(
     from: number,
@@ -114,6 +119,7 @@ export class RowChanges {
     goneColumns: readonly string[],
     cameColumns: readonly string[],
     maxRows: number,
+    acrossCompactions = true,
   ): Promise<RowsBetween | undefined> {
     const target = await this.open(to);
     if (target === undefined) return undefined;
@@ -130,6 +136,10 @@ export class RowChanges {
       if (appended !== undefined) {
         this.keep({ ...appended.layout, version: to });
         return { gone: undefined, come: appended.rows };
+      }
+      const compactions = acrossCompactions ? await this.commits?.compactions(from, to) : undefined;
+      if (compactions !== undefined && compactions.length > 0) {
+        return await this.readAround(from, to, compactions, goneColumns, cameColumns, maxRows);
       }
       const after = await this.layoutAt(target);
       if (after === undefined) return undefined;
@@ -148,6 +158,37 @@ export class RowChanges {
       this.close(target);
       if (source !== undefined) this.close(source);
     }
+  }
+
+  /**
+   * The step from `from` to `to` read as the steps between the versions `compactions` made, which moved rows without
+   * changing them, composed by row key: a row removed after it was added in an earlier step is on neither side, a
+   * row removed twice (replaced, then deleted) is gone once with its values at `from`.
+   */
+  private async readAround(
+    from: number,
+    to: number,
+    compactions: readonly number[],
+    goneColumns: readonly string[],
+    cameColumns: readonly string[],
+    maxRows: number,
+  ): Promise<RowsBetween | undefined> {
+    const steps: [number, number][] = [];
+    let start = from;
+    for (const compaction of compactions) {
+      if (compaction - 1 > start) steps.push([start, compaction - 1]);
+      start = compaction;
+    }
+    if (to > start) steps.push([start, to]);
+    const parts: RowsBetween[] = [];
+    let left = maxRows;
+    for (const [a, b] of steps) {
+      const part = await this.read(a, b, goneColumns, cameColumns, left, false);
+      if (part === undefined) return undefined;
+      left -= (part.gone?.numRows ?? 0) + (part.come?.numRows ?? 0);
+      parts.push(part);
+    }
+    return composed(parts);
   }
 
   /**
@@ -315,6 +356,62 @@ function difference(
   for (const [fragment, offsets] of before.fragments) onlyIn(offsets, after.fragments.get(fragment), fragment, removed);
   for (const [fragment, offsets] of after.fragments) onlyIn(offsets, before.fragments.get(fragment), fragment, added);
   return { removed, added };
+}
+
+/** Rows of a read, each by a run of one row (see `composed`). */
+type Picked = Map<bigint, readonly [RecordBatch, number]>;
+
+/**
+ * Steps read one after the other, as one: by row key, the rows gone are those gone in some step and not come in an
+ * earlier one (with the values of the first step that removed them), and the rows come those come in some step and
+ * not gone in a later one (with the values of the last step that added them). Undefined where the steps' reads do
+ * not share a schema (the table's changed between them).
+ */
+function composed(parts: readonly RowsBetween[]): RowsBetween | undefined {
+  const gone: Picked = new Map();
+  const come: Picked = new Map();
+  const rowsOf = (table: Table | undefined, each: (key: bigint, at: readonly [RecordBatch, number]) => void) => {
+    if (table === undefined) return;
+    const keys = rowKeysOf(table);
+    let i = 0;
+    for (const batch of table.batches)
+      for (let row = 0; row < batch.numRows; row++) each(keys[i++] as bigint, [batch, row]);
+  };
+  for (const part of parts) {
+    rowsOf(part.gone, (key, at) => {
+      if (!come.delete(key) && !gone.has(key)) gone.set(key, at);
+    });
+    rowsOf(part.come, (key, at) => come.set(key, at));
+  }
+  const tableOf = (rows: Picked, side: 'gone' | 'come'): Table | undefined | 'mixed' => {
+    const schemas = parts.flatMap((part) => (part[side] === undefined ? [] : [part[side].schema]));
+    if (rows.size === 0) return undefined;
+    const schema = schemas[0] as Schema;
+    if (schemas.some((s) => !sameSchema(s, schema))) return 'mixed';
+    // Consecutive rows of one batch as one slice: a step's rows are mostly kept whole.
+    const slices: RecordBatch[] = [];
+    let run: [RecordBatch, number, number] | undefined;
+    for (const [batch, row] of rows.values()) {
+      if (run !== undefined && run[0] === batch && run[2] === row) run[2]++;
+      else {
+        if (run !== undefined) slices.push(run[0].slice(run[1], run[2]));
+        run = [batch, row, row + 1];
+      }
+    }
+    if (run !== undefined) slices.push(run[0].slice(run[1], run[2]));
+    return new arrow.Table(schema, slices);
+  };
+  const goneRows = tableOf(gone, 'gone');
+  const comeRows = tableOf(come, 'come');
+  if (goneRows === 'mixed' || comeRows === 'mixed') return undefined;
+  return { gone: goneRows, come: comeRows };
+}
+
+function sameSchema(a: Schema, b: Schema): boolean {
+  return (
+    a.fields.length === b.fields.length &&
+    a.fields.every((f, i) => f.name === b.fields[i]?.name && String(f.type) === String(b.fields[i]?.type))
+  );
 }
 
 /** The rows of `ids` with their row keys and `columns` (and their row ids, `withIds`). */

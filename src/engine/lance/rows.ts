@@ -1,7 +1,7 @@
 import type { RecordBatch, Table } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
 import type { DurableFolder } from '../../storage/durable.js';
-import type { LanceLocation } from '../../storage/lance.js';
+import { type LanceLocation, TABLES_PREFIX } from '../../storage/lance.js';
 import type { IndexSpec, TableIndexes } from '../indexes/registry.js';
 import {
   CommitConflict,
@@ -22,6 +22,7 @@ import {
   type VersionInfo,
 } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
+import { DatasetCommits } from './commits.js';
 import { annColumns, annIndex, indexType, LANCE_METRIC, warmIndexes } from './indexes.js';
 import {
   ALL_ROWS,
@@ -131,18 +132,22 @@ export class LanceRows extends LanceReads implements RowSource {
     super(lance);
     this.ann = ann;
     this.rowKeys = new RowKeys(lance);
-    this.changes = new RowChanges(async (version) => {
-      const reader = await env.connection.openTable(tableId);
-      try {
-        await reader.checkout(version);
-        return reader;
-      } catch (err) {
-        closeHandle(reader);
-        // Upkeep may have pruned the version: it tells nothing, like one pruned before it was asked for.
-        if (isMissingDataset(err)) return undefined;
-        throw err;
-      }
-    }, closeHandle);
+    this.changes = new RowChanges(
+      async (version) => {
+        const reader = await env.connection.openTable(tableId);
+        try {
+          await reader.checkout(version);
+          return reader;
+        } catch (err) {
+          closeHandle(reader);
+          // Upkeep may have pruned the version: it tells nothing, like one pruned before it was asked for.
+          if (isMissingDataset(err)) return undefined;
+          throw err;
+        }
+      },
+      closeHandle,
+      new DatasetCommits((path) => env.location.objects.get(`${TABLES_PREFIX}/${tableId}.lance/${path}`)),
+    );
   }
 
   /** The Lance handle, for the store that closes it. */
@@ -254,7 +259,7 @@ export class LanceRows extends LanceReads implements RowSource {
     maxRows: number,
   ): Promise<{ removed: Table; added: Table } | undefined> {
     // Of the rows gone, only their texts (the statistics then find the same step read) and no vectors: a
-    // compaction's are every row it moved.
+    // compaction read as rows removed would read every row it moved.
     const texts = this.declared.fts.map((f) => f.column);
     const rows = await this.changes.between(from, to, texts, columns, maxRows);
     if (rows === undefined) return undefined;

@@ -65,7 +65,7 @@ export class UpkeepProcess {
   constructor(private readonly idleMs = UPKEEP_IDLE_MS) {}
 
   /** Runs `work` on the dataset `table` at `location`; resolves once its commit is done. */
-  run(location: LanceLocation, table: string, work: UpkeepJob): Promise<void> {
+  run(location: Pick<LanceLocation, 'uri' | 'storageOptions'>, table: string, work: UpkeepJob): Promise<void> {
     if (this.closed) return Promise.reject(new UpkeepProcessGone('upkeep process closed'));
     clearTimeout(this.idle);
     const { child, pending } = this.started();
