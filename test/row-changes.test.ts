@@ -7,7 +7,7 @@ import type { Table } from 'apache-arrow';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, test, vi } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import { DatasetCommits, manifestPath, operationOf } from '../src/engine/lance/commits.js';
+import { DatasetCommits, fragmentsOf, manifestPath, operationOf } from '../src/engine/lance/commits.js';
 import { RowChanges, type RowsBetween } from '../src/engine/lance/row-changes.js';
 import type { TextChanges } from '../src/engine/rows/source.js';
 import { ROW_KEY } from '../src/engine/tables/schema.js';
@@ -279,6 +279,56 @@ describe('how the rows changed between two versions, whatever committed them', (
     });
   });
 
+  test('told what each version was, appends are read by address: no count of the rows followed, no filter', async () => {
+    const { lance, name } = await table();
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+      ]),
+    );
+    const first = await lance.version();
+    await lance.createIndex('s', { config: Index.fts() });
+    await lance.add(rows([[2n, 'c']]));
+    await lance.add(
+      rows([
+        [3n, 'd'],
+        [4n, null],
+      ]),
+    );
+    const third = await lance.version();
+    const scans: string[] = [];
+    const changes = new RowChanges(
+      async (version) => {
+        const reader = await connection.openTable(name);
+        await reader.checkout(version);
+        const countRows = reader.countRows.bind(reader);
+        reader.countRows = (filter?: string) => {
+          scans.push(`count ${filter}`);
+          return countRows(filter);
+        };
+        return reader;
+      },
+      (reader) => reader.close(),
+      commitsOf(name),
+    );
+    // The first step reads the older version's row ids (nothing followed yet); the rest reads only the new rows.
+    const found = await changes.between(first, third, ['s'], ['s'], 10);
+    expect(found?.gone).toBeUndefined();
+    expect(found?.come?.toArray().map((r) => [r[ROW_KEY], r.s])).toEqual([
+      [2n, 'c'],
+      [3n, 'd'],
+      [4n, null],
+    ]);
+    expect(scans).toEqual([]);
+    // More rows than asked for tells nothing, as it does read the other way.
+    expect(await changes.between(first, third, ['s'], ['s'], 2)).toBeUndefined();
+    await lance.add(rows([[5n, 'e']]));
+    const fourth = await lance.version();
+    expect((await changes.texts(third, fourth, ['s'], 10))?.added.get('s')).toEqual(['e']);
+    expect(scans).toEqual([]);
+  });
+
   test('more rows changed than asked for, or a version no longer kept, tells nothing', async () => {
     const { lance, changes } = await table();
     await lance.add(
@@ -481,6 +531,8 @@ describe('which versions a compaction made, read from their manifests', () => {
     // Any part of a manifest, or a byte of it changed: an answer or none, never a throw.
     const manifest = await readFile(join(dir, `${name}.lance`, manifestPath(compactions?.[0] as number)));
     expect(operationOf(manifest)).toBe(104);
+    // The compaction left one fragment of the three live rows.
+    expect(fragmentsOf(manifest)?.map((f) => [f.rows, f.deletions])).toEqual([[3, false]]);
     for (let cut = 0; cut < manifest.length; cut += 7) expect(() => operationOf(manifest.subarray(cut))).not.toThrow();
     fc.assert(
       fc.property(fc.nat(manifest.length - 1), fc.nat(255), (at, byte) => {
@@ -488,6 +540,7 @@ describe('which versions a compaction made, read from their manifests', () => {
         changed[at] = byte;
         const operation = operationOf(changed);
         expect(operation === undefined || Number.isInteger(operation)).toBe(true);
+        expect(() => fragmentsOf(changed)).not.toThrow();
       }),
       { numRuns: 500 },
     );
@@ -499,6 +552,8 @@ describe('which versions a compaction made, read from their manifests', () => {
         const file = magic ? Uint8Array.from([...bytes, ...new TextEncoder().encode('LANC')]) : bytes;
         const operation = operationOf(file);
         expect(operation === undefined || Number.isInteger(operation)).toBe(true);
+        const fragments = fragmentsOf(file);
+        expect(fragments === undefined || Array.isArray(fragments)).toBe(true);
       }),
       { numRuns: 2000 },
     );

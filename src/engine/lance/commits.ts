@@ -1,18 +1,29 @@
 /**
- * Which versions of a Lance dataset a compaction made, read from the versions' manifests. A compaction (Lance's
- * `Rewrite` operation) moves live rows to new fragments without changing one of them, and nothing else Lance or
- * LanceDB's API tells says so: a version's listed metadata holds only row, fragment and file counts. Lance writes
- * the transaction that made a version into the version's manifest (its `transaction_section`), so one read of the
- * manifest says. Anything not as expected (a manifest missing, written by an older Lance without that section, or
- * not what it should be) tells nothing, and the reader treats the version as any other commit.
+ * What made each version of a Lance dataset, and its fragments, read from the versions' manifests. A compaction
+ * (Lance's `Rewrite` operation) moves live rows to new fragments without changing one of them, and an append adds
+ * whole fragments, but nothing else Lance or LanceDB's API tells says which a version is: a version's listed metadata
+ * holds only row, fragment and file counts. Lance writes the transaction that made a version into the version's
+ * manifest (its `transaction_section`), beside the version's fragments, so one read of the manifest says. Anything not
+ * as expected (a manifest missing, written by an older Lance without that section, or not what it should be) tells
+ * nothing, and the reader treats the version as any other commit.
  */
 
 /** A file of the dataset by its path inside the dataset's folder; rejects when it cannot be read. */
 export type DatasetFile = (path: string) => Promise<Uint8Array>;
 
-/** Lance's field numbers (Manifest.transaction_section; Transaction's `operation`: Rewrite). */
+/** Lance's field numbers: Manifest's `fragments` and `transaction_section`, DataFragment's `id`, `deletion_file`, `physical_rows`. */
+const FRAGMENTS = 2;
 const TRANSACTION_SECTION = 21;
+const FRAGMENT_ID = 1;
+const DELETION_FILE = 3;
+const PHYSICAL_ROWS = 4;
+/** Transaction operations (their field numbers): those that only add fragments, or change no row at all. */
+const APPEND = 100;
+const CREATE_INDEX = 103;
 const REWRITE = 104;
+const RESERVE_FRAGMENTS = 107;
+const UPDATE_CONFIG = 110;
+const ADDING_ONLY = new Set([APPEND, CREATE_INDEX, RESERVE_FRAGMENTS, UPDATE_CONFIG]);
 /** Transaction fields from here up are its `operation` (Lance numbers them 100 and over). */
 const FIRST_OPERATION = 100;
 
@@ -28,38 +39,69 @@ export function manifestPath(version: number): string {
   return `_versions/${(0xffff_ffff_ffff_ffffn - BigInt(version)).toString().padStart(20, '0')}.manifest`;
 }
 
+/** A data fragment of a version: its id, its rows as written, and whether some of them are deleted. */
+export interface Fragment {
+  id: number;
+  rows: number;
+  deletions: boolean;
+}
+
 export class DatasetCommits {
-  private readonly kinds = new Map<number, boolean>();
+  /** Each version's operation, as read: versions never change once committed. */
+  private readonly operations = new Map<number, number>();
 
   constructor(private readonly read: DatasetFile) {}
 
   /**
    * Whether `version` was made by a compaction (it moved rows and changed none); undefined when its manifest does
-   * not say (see above). Versions never change once committed, so what was read is kept.
+   * not say (see above).
    */
   async compacted(version: number): Promise<boolean | undefined> {
-    const known = this.kinds.get(version);
-    if (known !== undefined) return known;
-    let bytes: Uint8Array;
-    try {
-      bytes = await this.read(manifestPath(version));
-    } catch {
-      return undefined;
-    }
-    const operation = operationOf(bytes);
-    if (operation === undefined) return undefined;
-    const compacted = operation === REWRITE;
-    this.kinds.set(version, compacted);
-    if (this.kinds.size > KEPT) this.kinds.delete(this.kinds.keys().next().value as number);
-    return compacted;
+    const operation = await this.operation(version);
+    return operation === undefined ? undefined : operation === REWRITE;
   }
 
   /** The versions after `from` up to `to` a compaction made, ascending; undefined when one's manifest does not say. */
   async compactions(from: number, to: number): Promise<number[] | undefined> {
+    const operations = await this.operationsBetween(from, to);
+    if (operations === undefined) return undefined;
+    return operations.flatMap((operation, i) => (operation === REWRITE ? [from + 1 + i] : []));
+  }
+
+  /**
+   * The fragments of `to` when every version after `from` up to it only added fragments (appends) or changed no row
+   * (an index, a configuration); undefined otherwise, or when a manifest does not say.
+   */
+  async fragmentsAdding(from: number, to: number): Promise<Fragment[] | undefined> {
+    const operations = await this.operationsBetween(from, to);
+    if (operations === undefined || !operations.every((operation) => ADDING_ONLY.has(operation))) return undefined;
+    const bytes = await this.manifest(to);
+    return bytes === undefined ? undefined : fragmentsOf(bytes);
+  }
+
+  private async operationsBetween(from: number, to: number): Promise<number[] | undefined> {
     const versions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + 1 + i);
-    const kinds = await Promise.all(versions.map((v) => this.compacted(v)));
-    if (kinds.includes(undefined)) return undefined;
-    return versions.filter((_, i) => kinds[i]);
+    const operations = await Promise.all(versions.map((v) => this.operation(v)));
+    return operations.includes(undefined) ? undefined : (operations as number[]);
+  }
+
+  private async operation(version: number): Promise<number | undefined> {
+    const known = this.operations.get(version);
+    if (known !== undefined) return known;
+    const bytes = await this.manifest(version);
+    const operation = bytes === undefined ? undefined : operationOf(bytes);
+    if (operation === undefined) return undefined;
+    this.operations.set(version, operation);
+    if (this.operations.size > KEPT) this.operations.delete(this.operations.keys().next().value as number);
+    return operation;
+  }
+
+  private async manifest(version: number): Promise<Uint8Array | undefined> {
+    try {
+      return await this.read(manifestPath(version));
+    } catch {
+      return undefined;
+    }
   }
 }
 
@@ -69,12 +111,8 @@ export class DatasetCommits {
  * checked against the file before it is used.
  */
 export function operationOf(file: Uint8Array): number | undefined {
-  if (file.length < FOOTER_BYTES) return undefined;
   const view = new DataView(file.buffer, file.byteOffset, file.byteLength);
-  const tail = new TextDecoder().decode(file.subarray(file.length - MAGIC.length));
-  if (tail !== MAGIC) return undefined;
-  const manifestAt = view.getBigUint64(file.length - FOOTER_BYTES, true);
-  const manifest = section(file, view, manifestAt, file.length - FOOTER_BYTES);
+  const manifest = manifestOf(file, view);
   if (manifest === undefined) return undefined;
   let transactionAt: bigint | undefined;
   for (const field of fieldsOf(manifest)) {
@@ -87,9 +125,40 @@ export function operationOf(file: Uint8Array): number | undefined {
   let operation: number | undefined;
   for (const field of fieldsOf(transaction)) {
     if (field === undefined) return undefined;
-    if (field.number >= FIRST_OPERATION && field.bytes) operation = field.number;
+    if (field.number >= FIRST_OPERATION && field.bytes !== undefined) operation = field.number;
   }
   return operation;
+}
+
+/** The fragments a manifest file lists; undefined when it is not a whole manifest. */
+export function fragmentsOf(file: Uint8Array): Fragment[] | undefined {
+  const manifest = manifestOf(file, new DataView(file.buffer, file.byteOffset, file.byteLength));
+  if (manifest === undefined) return undefined;
+  const fragments: Fragment[] = [];
+  for (const field of fieldsOf(manifest)) {
+    if (field === undefined) return undefined;
+    if (field.number !== FRAGMENTS || field.bytes === undefined) continue;
+    // Proto3 leaves out a field at its default: fragment 0 has no id written.
+    const fragment: Fragment = { id: 0, rows: 0, deletions: false };
+    for (const part of fieldsOf(field.bytes)) {
+      if (part === undefined) return undefined;
+      if (part.number === FRAGMENT_ID && part.varint !== undefined) fragment.id = Number(part.varint);
+      else if (part.number === PHYSICAL_ROWS && part.varint !== undefined) fragment.rows = Number(part.varint);
+      else if (part.number === DELETION_FILE) fragment.deletions = true;
+    }
+    // Ids and row counts past 32 bits cannot be row addresses' halves.
+    if (fragment.id >= 2 ** 32 || fragment.rows >= 2 ** 32) return undefined;
+    fragments.push(fragment);
+  }
+  return fragments;
+}
+
+/** The manifest message of a manifest file: the file ends with its position, Lance's version and magic. */
+function manifestOf(file: Uint8Array, view: DataView): Uint8Array | undefined {
+  if (file.length < FOOTER_BYTES) return undefined;
+  const tail = new TextDecoder().decode(file.subarray(file.length - MAGIC.length));
+  if (tail !== MAGIC) return undefined;
+  return section(file, view, view.getBigUint64(file.length - FOOTER_BYTES, true), file.length - FOOTER_BYTES);
 }
 
 /** A message Lance wrote at `at`: its length (4 bytes, little-endian), then its bytes, all before `end`. */
@@ -105,8 +174,8 @@ interface Field {
   number: number;
   /** A varint field's value. */
   varint?: bigint;
-  /** Whether the field is length-delimited (a message, a string, bytes). */
-  bytes?: boolean;
+  /** A length-delimited field's bytes (a message, a string, bytes). */
+  bytes?: Uint8Array;
 }
 
 /** The top-level fields of a protobuf message; yields undefined (and stops) where the bytes are malformed. */
@@ -138,8 +207,9 @@ function* fieldsOf(message: Uint8Array): Generator<Field | undefined> {
     } else if (wire === 2) {
       const length = varint();
       if (length === undefined || BigInt(at) + length > BigInt(message.length)) return yield undefined;
+      const start = at;
       at += Number(length);
-      yield { number, bytes: true };
+      yield { number, bytes: message.subarray(start, at) };
     } else {
       return yield undefined;
     }

@@ -45,7 +45,7 @@ export interface RowsBetween {
  * for good, and two versions differ by the addresses only one of them holds. The layouts of the last versions
  * followed to are kept, so that following a table version by version reads each one's row ids once; where every row
  * of the older version is still in the fragments it was in (an append, an index commit), only the rows outside them
- * are read. A step across a compaction is read as the steps on either side of it: the rows it moved are on
+ * are read, by address where the versions' manifests say so (`DatasetCommits`). A step across a compaction is read as the steps on either side of it: the rows it moved are on
  * neither side, rather than read twice (with their vectors) to find them unchanged.
  */
 export class RowChanges {
@@ -131,7 +131,9 @@ export class RowChanges {
         before = await this.layoutAt(source);
       }
       if (before === undefined) return undefined;
-      const appended = await this.appendedOnly(target, before, cameColumns, maxRows);
+      const appended =
+        (await this.appendedByManifest(target, before, from, to, cameColumns, maxRows)) ??
+        (await this.appendedOnly(target, before, cameColumns, maxRows));
       if (appended === 'too many') return undefined;
       if (appended !== undefined) {
         this.keep({ ...appended.layout, version: to });
@@ -237,6 +239,41 @@ export class RowChanges {
 
   private keep(layout: Layout): void {
     this.layouts = [...this.layouts.filter((l) => l.version !== layout.version), layout].slice(-LAYOUTS_KEPT);
+  }
+
+  /**
+   * Where the manifests say every commit after `before`'s version up to `to` only added fragments (or changed no
+   * row), the rows of the fragments `to` lists and `before` does not, read by address: no row's id is filtered.
+   * Undefined when they do not say, or the fragments are not what that makes them.
+   */
+  private async appendedByManifest(
+    target: LanceTable,
+    before: Layout,
+    from: number,
+    to: number,
+    columns: readonly string[],
+    maxRows: number,
+  ): Promise<{ layout: Layout; rows: Table | undefined } | 'too many' | undefined> {
+    const fragments = await this.commits?.fragmentsAdding(from, to);
+    if (fragments === undefined) return undefined;
+    const listed = new Set(fragments.map((f) => f.id));
+    if ([...before.fragments.keys()].some((id) => !listed.has(id))) return undefined;
+    const added = fragments.filter((f) => !before.fragments.has(f.id));
+    if (added.some((f) => f.deletions)) return undefined;
+    const count = added.reduce((n, f) => n + f.rows, 0);
+    if (count > maxRows) return 'too many';
+    const layout = { version: before.version, fragments: new Map(before.fragments), rows: before.rows + count };
+    const ids: bigint[] = [];
+    for (const { id, rows } of added) {
+      layout.fragments.set(
+        id,
+        Uint32Array.from({ length: rows }, (_, i) => i),
+      );
+      for (let i = 0; i < rows; i++) ids.push((BigInt(id) << FRAGMENT_BITS) | BigInt(i));
+    }
+    if (ids.length === 0) return { layout, rows: undefined };
+    const rows = await take(target, ids, columns, true);
+    return rows.numRows === count ? { layout, rows } : undefined;
   }
 
   /**
