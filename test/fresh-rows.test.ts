@@ -334,6 +334,7 @@ describe('followed rows past the budget', () => {
     ]);
     const fresh = new FreshRows({ fts, vector: [] }, false, split, budget, undefined, {
       changes: async (_from, to) => ({ removed: none, added: step.get(to) ?? none }),
+      removedNone: async () => false,
       outside: async () => {
         outsideReads++;
         return rows([3n, 'cake'], [4n, 'pie']);
@@ -377,9 +378,17 @@ describe('following waited for at most so long', () => {
         if (to === 2) await released;
         return { removed: rows(), added: to === 2 ? rows([1n, 'tea']) : rows([2n, 'cake']) };
       },
+      removedNone: async (from, to) => {
+        asked.push([from, to]);
+        return to !== 5;
+      },
       outside: async () => undefined,
       folds: async () => ({ text: 1 }),
     });
+    const asked: [number, number][] = [];
+    // Not followed yet: nothing is known of what following would do.
+    expect(await fresh.removesNoneTo(1)).toBe(false);
+    expect(asked).toEqual([]);
     expect(await fresh.followWithin(1, 1000)).toBe(true);
     vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'Date'] });
     try {
@@ -396,9 +405,20 @@ describe('following waited for at most so long', () => {
     } finally {
       vi.useRealTimers();
     }
+    // While the step to 2 is under way, whether following to 4 would remove rows is asked from the version followed
+    // last (1): the step under way is one of those commits.
+    expect(await fresh.removesNoneTo(4)).toBe(true);
+    expect(await fresh.removesNoneTo(5)).toBe(false);
+    expect(asked).toEqual([
+      [1, 4],
+      [1, 5],
+    ]);
     release();
     expect(await fresh.followWithin(3, 5_000)).toBe(true);
     expect(await found(fresh, 'tea cake')).toEqual([1n, 2n]);
+    // Up to the version followed, nothing is asked.
+    expect(await fresh.removesNoneTo(3)).toBe(true);
+    expect(asked).toHaveLength(2);
     fresh.dispose();
   });
 });

@@ -404,7 +404,8 @@ describe('a compaction that commits after another node appended', () => {
     for (let attempt = 0; attempt < 4 && !lowered; attempt++) {
       let stop = false;
       const appending = (async () => {
-        while (!stop) await other.add(raceBatch(5));
+        // Bounded: on a busy machine a slow compaction would otherwise leave versions to follow without end.
+        for (let n = 0; !stop && n < 100; n++) await other.add(raceBatch(5));
       })();
       const compacted = lance.optimize().catch(() => undefined);
       await compacted;
@@ -544,6 +545,36 @@ describe('which versions a compaction made, read from their manifests', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  test('which steps removed no row: appends, index commits and compactions did not; deletes and replaces did', async () => {
+    const { lance, name } = await table();
+    const commits = commitsOf(name);
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+      ]),
+    );
+    const first = await lance.version();
+    await lance.add(rows([[2n, 'c']]));
+    await lance.createIndex('s', { config: Index.fts() });
+    await lance.optimize();
+    const folded = await lance.version();
+    expect(await commits.compactions(first, folded)).toHaveLength(1);
+    expect(await commits.removedNone(first, folded)).toBe(true);
+    await lance
+      .mergeInsert(ROW_KEY)
+      .whenMatchedUpdateAll()
+      .execute(rows([[0n, 'A']]));
+    const replaced = await lance.version();
+    expect(await commits.removedNone(folded, replaced)).toBe(false);
+    expect(await commits.removedNone(first, replaced)).toBe(false);
+    await lance.delete(`${ROW_KEY} = 1`);
+    expect(await commits.removedNone(replaced, await lance.version())).toBe(false);
+    expect(await commits.removedNone(replaced, replaced)).toBe(true);
+    // A version with no manifest (not committed yet) tells nothing.
+    expect(await commits.removedNone(replaced, replaced + 5)).toBe(false);
   });
 
   test('the manifest parser answers or refuses any bytes, never throws', () => {

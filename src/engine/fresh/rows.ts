@@ -69,6 +69,11 @@ export interface FreshFollowing {
    */
   changes(from: number, to: number, maxRows: number): Promise<{ removed: Table; added: Table } | undefined>;
   /**
+   * Whether following from `from` to `to` can remove no row: every commit between only added rows or moved them
+   * unchanged (`RowSource.removedNone`); false where that is not known.
+   */
+  removedNone(from: number, to: number): Promise<boolean>;
+  /**
    * The rows `version` holds that some search index does not cover (as stored: `RowSource.rowsOutsideIndexes`);
    * undefined when not to be had.
    */
@@ -285,6 +290,18 @@ export class FreshRows implements BudgetedTier {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /**
+   * Whether following the table up to `version` would leave `followedMark` as it is, without following it: every
+   * commit after the version followed last (a step under way included) up to it only added rows or moved them
+   * unchanged. A search
+   * leg that read its index need not wait for such commits: rows written after its read began need not be found.
+   */
+  async removesNoneTo(version: number): Promise<boolean> {
+    const at = this.followedAt;
+    if (this.following === undefined || at === undefined) return false;
+    return version <= at || this.following.removedNone(at, version);
   }
 
   /** Whether the rows are followed (`follow`) rather than told of this node's commits. */

@@ -79,6 +79,15 @@ export class DatasetCommits {
     return bytes === undefined ? undefined : fragmentsOf(bytes);
   }
 
+  /**
+   * Whether every version after `from` up to `to` only added rows, moved them (a compaction) or changed none; false
+   * when one did more, or its manifest does not say.
+   */
+  async removedNone(from: number, to: number): Promise<boolean> {
+    const operations = await this.operationsBetween(from, to);
+    return operations?.every((operation) => ADDING_ONLY.has(operation) || operation === REWRITE) ?? false;
+  }
+
   private async operationsBetween(from: number, to: number): Promise<number[] | undefined> {
     const versions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + 1 + i);
     const operations = await Promise.all(versions.map((v) => this.operation(v)));

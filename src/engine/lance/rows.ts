@@ -121,6 +121,8 @@ export class LanceRows extends LanceReads implements RowSource {
   /** Row keys by Lance row id, for search legs that read only row ids. */
   readonly rowKeys: RowKeys;
   private readonly changes: RowChanges;
+  /** What made each version, from its manifest. */
+  private readonly commits: DatasetCommits;
 
   constructor(
     lance: LanceTable,
@@ -132,6 +134,7 @@ export class LanceRows extends LanceReads implements RowSource {
     super(lance);
     this.ann = ann;
     this.rowKeys = new RowKeys(lance);
+    this.commits = new DatasetCommits((path) => env.location.objects.get(`${TABLES_PREFIX}/${tableId}.lance/${path}`));
     this.changes = new RowChanges(
       async (version) => {
         const reader = await env.connection.openTable(tableId);
@@ -146,7 +149,7 @@ export class LanceRows extends LanceReads implements RowSource {
         }
       },
       closeHandle,
-      new DatasetCommits((path) => env.location.objects.get(`${TABLES_PREFIX}/${tableId}.lance/${path}`)),
+      this.commits,
     );
   }
 
@@ -250,6 +253,10 @@ export class LanceRows extends LanceReads implements RowSource {
     maxRows: number,
   ): Promise<TextChanges | undefined> {
     return this.changes.texts(from, to, columns, maxRows);
+  }
+
+  removedNone(from: number, to: number): Promise<boolean> {
+    return this.commits.removedNone(from, to);
   }
 
   async changedRows(

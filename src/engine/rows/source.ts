@@ -203,8 +203,14 @@ export interface RowSource extends RowReads {
    * The rows only `from` holds (removed: the row key and the full-text columns) and, of those only `to` holds, the
    * ones some search index does not cover yet (added: the row key and `columns`): what rows outside the indexes a
    * commit made or took away, whoever made it (a row a compaction moved is in neither where the compaction's manifest
-   * says what it was; otherwise it is removed, and added again only where its new place is not covered). Undefined when a version is no longer kept, or more than `maxRows` rows differ.
+   * says what it was; otherwise it is removed, and added again only where its new place is not covered). Undefined
+   * when a version is no longer kept, or more than `maxRows` rows differ.
    */
+  /**
+   * Whether every commit after `from` up to `to` only added rows, moved them unchanged (a compaction) or changed
+   * none (an index), as the store can tell without reading rows; false where it cannot tell.
+   */
+  removedNone(from: number, to: number): Promise<boolean>;
   changedRows(
     from: number,
     to: number,

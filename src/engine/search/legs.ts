@@ -284,9 +284,11 @@ async function readBeside(
     // Followed rows (nodes sharing the table): a commit that landed before the index read ended may have moved rows
     // out of the rows searched and into the index after it read (a compaction, then a fold), or left a replaced
     // row out of both. Following up to the latest version tells: where it removed rows, both are read again, and
-    // Lance's own way once the table keeps moving or a step takes longer than a search waits.
+    // Lance's own way once the table keeps moving or a step takes longer than a search waits. Commits that only
+    // added rows or moved them unchanged (as their manifests say) are not waited for.
     for (let attempt = 1; both !== undefined && table.fresh.follows; attempt++) {
-      if (!(await table.fresh.followWithin(await table.rows.version()))) {
+      const latest = await table.rows.version();
+      if (!(await table.fresh.removesNoneTo(latest)) && !(await table.fresh.followWithin(latest))) {
         both = undefined;
         break;
       }

@@ -153,6 +153,7 @@ export class TableHandle {
         ? undefined
         : {
             changes: (from, to, maxRows) => rows.changedRows(from, to, stored, maxRows),
+            removedNone: (from, to) => rows.removedNone(from, to),
             outside: (version, maxRows) => rows.rowsOutsideIndexes(version, stored, maxRows),
             folds: () => records.foldsOf(record.tableId),
           },
