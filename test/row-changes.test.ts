@@ -254,6 +254,44 @@ describe('how the rows changed between two versions, whatever committed them', (
     expect(blind?.come?.numRows).toBe(4);
   });
 
+  test('a commit that changed nothing, then a compaction, then an append: read around the compaction as the rows they differ by', async () => {
+    const { lance, changes, name } = await table(true);
+    await lance.add(
+      rows([
+        [0n, 'a'],
+        [1n, 'b'],
+      ]),
+    );
+    await lance.add(rows([[2n, 'c']]));
+    const from = await lance.version();
+    // Matches no row, and still makes a version (two nodes deleting the same rows do this).
+    await lance.delete(`${ROW_KEY} = 99`);
+    await lance.optimize();
+    await lance.add(rows([[3n, 'd']]));
+    const to = await lance.version();
+    expect(await commitsOf(name).compactions(from, to)).toHaveLength(1);
+    const found = await changes.between(from, to, ['s'], ['s'], 100);
+    expect(found?.gone).toBeUndefined();
+    expect(found?.come?.toArray().map((r) => [r[ROW_KEY], r.s])).toEqual([[3n, 'd']]);
+  });
+
+  test('rows added before a compaction in the same step come with their row ids after it', async () => {
+    const { lance, changes } = await table(true);
+    await lance.add(rows([[0n, 'a']]));
+    const from = await lance.version();
+    await lance.add(rows([[1n, 'b']]));
+    await lance.add(rows([[2n, 'c']]));
+    await lance.optimize();
+    await lance.add(rows([[3n, 'd']]));
+    const to = await lance.version();
+    const found = await changes.between(from, to, ['s'], ['s'], 100);
+    const ids = await lance.query().select([ROW_KEY]).withRowId().toArray();
+    const idAt = new Map(ids.map((r) => [r[ROW_KEY] as bigint, r._rowid as bigint]));
+    const come = found?.come?.toArray().map((r) => [r[ROW_KEY], r._rowid]);
+    expect(come?.map(([key]) => key).sort()).toEqual([1n, 2n, 3n]);
+    for (const [key, id] of come ?? []) expect(id).toBe(idAt.get(key as bigint));
+  });
+
   test('an append read from the version followed last is only the rows it added', async () => {
     const { lance, changes } = await table();
     await lance.add(
@@ -575,6 +613,27 @@ describe('which versions a compaction made, read from their manifests', () => {
     expect(await commits.removedNone(replaced, replaced)).toBe(true);
     // A version with no manifest (not committed yet) tells nothing.
     expect(await commits.removedNone(replaced, replaced + 5)).toBe(false);
+  });
+
+  test('a manifest that does not come in time, or a step of too many versions, tells nothing', async () => {
+    let reads = 0;
+    const stalled = new DatasetCommits(() => {
+      reads++;
+      return new Promise<Uint8Array>(() => undefined);
+    });
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      const asked = stalled.compactions(1, 3);
+      await vi.advanceTimersByTimeAsync(2_000);
+      expect(await asked).toBeUndefined();
+      expect(reads).toBeGreaterThan(0);
+    } finally {
+      vi.useRealTimers();
+    }
+    reads = 0;
+    expect(await stalled.compactions(1, 1000)).toBeUndefined();
+    expect(await stalled.removedNone(1, 1000)).toBe(false);
+    expect(reads).toBe(0);
   });
 
   test('the manifest parser answers or refuses any bytes, never throws', () => {

@@ -33,6 +33,14 @@ const MAGIC = 'LANC';
 
 /** Versions whose kind is kept: a table's followers ask about the last few steps' versions only. */
 const KEPT = 256;
+/**
+ * Versions a step may span for their manifests to be read (a few at a time, `READS_AT_ONCE`): past it (a node that
+ * follows from an old fold, say) the step is read as any other, rather than manifests of every version between.
+ */
+const MAX_SPAN = 64;
+const READS_AT_ONCE = 4;
+/** How long a manifest's read may take before it tells nothing: a bucket that stops answering holds no search up. */
+const READ_MS = 2_000;
 
 /** A version's manifest under Lance's current naming (`V2`): the version subtracted from u64's largest, 20 digits. */
 export function manifestPath(version: number): string {
@@ -49,6 +57,7 @@ export interface Fragment {
 export class DatasetCommits {
   /** Each version's operation, as read: versions never change once committed. */
   private readonly operations = new Map<number, number>();
+  private last: { version: number; bytes: Uint8Array } | undefined;
 
   constructor(private readonly read: DatasetFile) {}
 
@@ -89,9 +98,19 @@ export class DatasetCommits {
   }
 
   private async operationsBetween(from: number, to: number): Promise<number[] | undefined> {
-    const versions = Array.from({ length: Math.max(0, to - from) }, (_, i) => from + 1 + i);
-    const operations = await Promise.all(versions.map((v) => this.operation(v)));
-    return operations.includes(undefined) ? undefined : (operations as number[]);
+    if (to - from > MAX_SPAN) return undefined;
+    const operations: number[] = [];
+    let next = from + 1;
+    let unknown = false;
+    const reader = async () => {
+      for (let v = next++; v <= to && !unknown; v = next++) {
+        const operation = await this.operation(v);
+        if (operation === undefined) unknown = true;
+        else operations[v - from - 1] = operation;
+      }
+    };
+    await Promise.all(Array.from({ length: READS_AT_ONCE }, reader));
+    return unknown ? undefined : operations;
   }
 
   private async operation(version: number): Promise<number | undefined> {
@@ -106,10 +125,18 @@ export class DatasetCommits {
   }
 
   private async manifest(version: number): Promise<Uint8Array | undefined> {
+    // The step's last version is read twice (its operation, then its fragments): the last read is kept.
+    if (this.last?.version === version) return this.last.bytes;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), READ_MS);
+    });
     try {
-      return await this.read(manifestPath(version));
-    } catch {
-      return undefined;
+      const bytes = await Promise.race([this.read(manifestPath(version)).catch(() => undefined), late]);
+      if (bytes !== undefined) this.last = { version, bytes };
+      return bytes;
+    } finally {
+      clearTimeout(timer);
     }
   }
 }

@@ -141,7 +141,7 @@ export class RowChanges {
       }
       const compactions = acrossCompactions ? await this.commits?.compactions(from, to) : undefined;
       if (compactions !== undefined && compactions.length > 0) {
-        return await this.readAround(from, to, compactions, goneColumns, cameColumns, maxRows);
+        return await this.readAround(target, from, to, compactions, goneColumns, cameColumns, maxRows);
       }
       const after = await this.layoutAt(target);
       if (after === undefined) return undefined;
@@ -165,9 +165,11 @@ export class RowChanges {
   /**
    * The step from `from` to `to` read as the steps between the versions `compactions` made, which moved rows without
    * changing them, composed by row key: a row removed after it was added in an earlier step is on neither side, a
-   * row removed twice (replaced, then deleted) is gone once with its values at `from`.
+   * row removed twice (replaced, then deleted) is gone once with its values at `from`. Rows come before a compaction
+   * get their row ids at `to` (they name where the rows were before it moved them).
    */
   private async readAround(
+    target: LanceTable,
     from: number,
     to: number,
     compactions: readonly number[],
@@ -190,7 +192,11 @@ export class RowChanges {
       left -= (part.gone?.numRows ?? 0) + (part.come?.numRows ?? 0);
       parts.push(part);
     }
-    return composed(parts);
+    const moved = new Set(parts.filter((_, i) => (steps[i] as [number, number])[1] < start));
+    const rows = composed(parts, moved);
+    if (rows === undefined || rows.moved.length === 0) return rows?.rows;
+    const come = await withRowIdsAt(target, rows.rows.come as Table, rows.moved);
+    return come === undefined ? undefined : { gone: rows.rows.gone, come };
   }
 
   /**
@@ -401,12 +407,17 @@ type Picked = Map<bigint, readonly [RecordBatch, number]>;
 /**
  * Steps read one after the other, as one: by row key, the rows gone are those gone in some step and not come in an
  * earlier one (with the values of the first step that removed them), and the rows come those come in some step and
- * not gone in a later one (with the values of the last step that added them). Undefined where the steps' reads do
- * not share a schema (the table's changed between them).
+ * not gone in a later one (with the values of the last step that added them); `moved`: the keys of those that came
+ * last in one of the parts `moved` holds. Undefined where the steps' reads do not share a schema (the table's
+ * changed between them).
  */
-function composed(parts: readonly RowsBetween[]): RowsBetween | undefined {
+function composed(
+  parts: readonly RowsBetween[],
+  moved: ReadonlySet<RowsBetween>,
+): { rows: RowsBetween; moved: bigint[] } | undefined {
   const gone: Picked = new Map();
   const come: Picked = new Map();
+  const comeMoved = new Set<bigint>();
   const rowsOf = (table: Table | undefined, each: (key: bigint, at: readonly [RecordBatch, number]) => void) => {
     if (table === undefined) return;
     const keys = rowKeysOf(table);
@@ -416,12 +427,18 @@ function composed(parts: readonly RowsBetween[]): RowsBetween | undefined {
   };
   for (const part of parts) {
     rowsOf(part.gone, (key, at) => {
+      comeMoved.delete(key);
       if (!come.delete(key) && !gone.has(key)) gone.set(key, at);
     });
-    rowsOf(part.come, (key, at) => come.set(key, at));
+    rowsOf(part.come, (key, at) => {
+      come.set(key, at);
+      if (moved.has(part)) comeMoved.add(key);
+      else comeMoved.delete(key);
+    });
   }
   const tableOf = (rows: Picked, side: 'gone' | 'come'): Table | undefined | 'mixed' => {
-    const schemas = parts.flatMap((part) => (part[side] === undefined ? [] : [part[side].schema]));
+    // A read of no rows may have no columns at all.
+    const schemas = parts.flatMap((part) => (part[side]?.numRows ? [part[side].schema] : []));
     if (rows.size === 0) return undefined;
     const schema = schemas[0] as Schema;
     if (schemas.some((s) => !sameSchema(s, schema))) return 'mixed';
@@ -441,7 +458,35 @@ function composed(parts: readonly RowsBetween[]): RowsBetween | undefined {
   const goneRows = tableOf(gone, 'gone');
   const comeRows = tableOf(come, 'come');
   if (goneRows === 'mixed' || comeRows === 'mixed') return undefined;
-  return { gone: goneRows, come: comeRows };
+  return { rows: { gone: goneRows, come: comeRows }, moved: [...comeMoved] };
+}
+
+/** Keys looked up at once where rows' ids are read again by key. */
+const KEYS_AT_ONCE = 1000;
+
+/**
+ * `rows` with the row ids `lance` gives the rows of `keys` (looked up by key); undefined when one of them is not
+ * there.
+ */
+async function withRowIdsAt(lance: LanceTable, rows: Table, keys: readonly bigint[]): Promise<Table | undefined> {
+  const idOf = new Map<bigint, bigint>();
+  for (let at = 0; at < keys.length; at += KEYS_AT_ONCE) {
+    const found = await readAll(
+      lance
+        .query()
+        .where(`${ROW_KEY} IN (${keys.slice(at, at + KEYS_AT_ONCE).join(', ')})`)
+        .select([ROW_KEY])
+        .withRowId(),
+    );
+    const ids = found.getChild('_rowid')?.toArray() as BigUint64Array | undefined;
+    for (const [i, key] of rowKeysOf(found).entries()) idOf.set(key, ids?.[i] as bigint);
+  }
+  if (keys.some((key) => !idOf.has(key))) return undefined;
+  const before = rows.getChild('_rowid')?.toArray() as BigUint64Array | undefined;
+  const ids = new BigUint64Array(rows.numRows);
+  for (const [i, key] of rowKeysOf(rows).entries()) ids[i] = idOf.get(key) ?? (before?.[i] as bigint);
+  const others = rows.schema.fields.map((f) => f.name).filter((name) => name !== '_rowid');
+  return rows.select(others).assign(new arrow.Table({ _rowid: arrow.makeVector(ids) }));
 }
 
 function sameSchema(a: Schema, b: Schema): boolean {
