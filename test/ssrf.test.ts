@@ -1,5 +1,5 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { createServer, type Server } from 'node:net';
+import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import fc from 'fast-check';
 import ipaddr from 'ipaddr.js';
@@ -9,6 +9,7 @@ import type { Binding } from '../src/storage/binding.js';
 import { addressRefusal, endpointRefusal, pinnedLookup, type Resolver } from '../src/storage/endpoint.js';
 import { asRemoteStorageError, ENDPOINT_UNREACHABLE } from '../src/storage/objects.js';
 import { openObjects, type StorageEnv } from '../src/storage/open.js';
+import { S3Objects } from '../src/storage/s3.js';
 import { verifyObjects } from '../src/storage/verify.js';
 
 type V4 = readonly [number, number, number, number];
@@ -305,6 +306,34 @@ describe('DNS rebinding against the S3 client', () => {
     expect(trap.connections - before).toBeGreaterThan(0);
     // A connection hung up during the TLS handshake is reported as the same fixed sentence.
     expect(outcome).toMatchObject({ ok: false, step: 'put', code: 'EndpointUnreachable' });
+  });
+});
+
+describe('an endpoint that accepts and never answers', () => {
+  test('fails the request once the socket stays silent, as the fixed sentence, rather than holding it for good', async () => {
+    const sockets: Socket[] = [];
+    const server: Server = createServer((socket) => {
+      sockets.push(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const store = new S3Objects(
+        bindingAt(`http://silent.test:${port}`) as Extract<Binding, { provider: 's3' }>,
+        async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'not-a-secret' }),
+        { resolve: async () => ['127.0.0.1'], allowInsecureEndpoints: true },
+        { connectMs: 1_000, silentMs: 300 },
+      );
+      const started = Date.now();
+      const outcome = await verifyObjects(store);
+      expect(outcome).toMatchObject({ ok: false, step: 'put', code: 'EndpointUnreachable' });
+      // Two attempts of 0.3 s each, not the test's timeout.
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(sockets.length).toBeGreaterThan(0);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 

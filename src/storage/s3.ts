@@ -37,15 +37,30 @@ export interface EndpointRules {
 }
 
 /**
+ * How long a connection may take to open, and a socket may stay silent, before the request fails: an endpoint that
+ * accepts and never answers would otherwise hold the request (a verification, a read) for good.
+ */
+export interface StoreTimeouts {
+  connectMs: number;
+  silentMs: number;
+}
+const TIMEOUTS: StoreTimeouts = { connectMs: 5_000, silentMs: 30_000 };
+
+/**
  * An HTTP handler whose sockets connect only to addresses checked by the endpoint rules, resolved once per
  * connection through `resolve`: the address checked is the address connected to, so a rebinding resolver
  * (public for the check, 127.0.0.1 for the connection) gets nowhere. TLS verifies the host name as usual.
  */
-function pinnedHandler(rules: EndpointRules): NodeHttpHandler {
+function pinnedHandler(rules: EndpointRules, timeouts: StoreTimeouts): NodeHttpHandler {
   const lookup = pinnedLookup(rules.resolve ?? systemResolver, rules.allowInsecureEndpoints);
   // The SDK's own defaults for its agents.
   const agent = { keepAlive: true, maxSockets: 50, lookup };
-  return new NodeHttpHandler({ httpAgent: new HttpAgent(agent), httpsAgent: new HttpsAgent(agent) });
+  return new NodeHttpHandler({
+    httpAgent: new HttpAgent(agent),
+    httpsAgent: new HttpsAgent(agent),
+    connectionTimeout: timeouts.connectMs,
+    socketTimeout: timeouts.silentMs,
+  });
 }
 
 export class S3Objects implements ObjectStore {
@@ -56,6 +71,7 @@ export class S3Objects implements ObjectStore {
     private readonly binding: S3Binding,
     credentials: CredentialsProvider | undefined,
     rules: EndpointRules,
+    timeouts: StoreTimeouts = TIMEOUTS,
   ) {
     this.client = new S3Client({
       region: binding.region,
@@ -66,8 +82,13 @@ export class S3Objects implements ObjectStore {
       // AWS's own endpoints are not pinned: the server's DNS may rightly resolve them to private addresses
       // (VPC endpoints), and their names are not the customer's to point anywhere.
       ...(binding.endpoint === null
-        ? {}
-        : { endpoint: binding.endpoint, forcePathStyle: true, requestHandler: pinnedHandler(rules) }),
+        ? {
+            requestHandler: new NodeHttpHandler({
+              connectionTimeout: timeouts.connectMs,
+              socketTimeout: timeouts.silentMs,
+            }),
+          }
+        : { endpoint: binding.endpoint, forcePathStyle: true, requestHandler: pinnedHandler(rules, timeouts) }),
       ...(credentials === undefined ? {} : { credentials }),
     });
     this.payer = binding.requesterPays ? { RequestPayer: 'requester' } : {};
