@@ -295,8 +295,8 @@ export class FreshRows implements BudgetedTier {
   /**
    * Whether following the table up to `version` would leave `followedMark` as it is, without following it: every
    * commit after the version followed last (a step under way included) up to it only added rows or moved them
-   * unchanged. A search
-   * leg that read its index need not wait for such commits: rows written after its read began need not be found.
+   * unchanged. A search leg that read its index need not wait for such commits: rows written after its read began
+   * need not be found.
    */
   async removesNoneTo(version: number): Promise<boolean> {
     const at = this.followedAt;
@@ -311,8 +311,9 @@ export class FreshRows implements BudgetedTier {
 
   /**
    * Moves when following removed rows (another node's replace or delete, or a compaction its manifest did not say
-   * was one: its rows read as removed, some perhaps into an index) or let go of them all: a search that read an index beside the rows compares it before and after.
-   * Steps that only added rows leave it: an index read that missed them missed rows written after it began.
+   * was one: its rows read as removed, some perhaps into an index) or let go of them all: a search that read an
+   * index beside the rows compares it before and after. Steps that only added rows leave it: an index read that
+   * missed them missed rows written after it began.
    */
   get followedMark(): string {
     return `${this.removals}:${this.epoch}`;
@@ -343,9 +344,9 @@ export class FreshRows implements BudgetedTier {
     }
     if (version > at) {
       const changes = await following.changes(at, version, FOLLOW_MAX_ROWS);
-      // Too many rows differ (a load, or a compaction read as rows removed and added): the rows
-      // outside the indexes at `version` are read instead, and held in place of all held before (where the budget
-      // let go of the rows, `refollow` reads them once a fold allows).
+      // Too many rows differ (a load, or a compaction read as rows removed and added): the rows outside the indexes
+      // at `version` are read instead, and held in place of all held before (where the budget let go of the rows,
+      // `refollow` reads them once a fold allows).
       const outside =
         changes === undefined && !this.dropped ? await following.outside(version, FOLLOW_MAX_ROWS) : undefined;
       if (epoch !== this.epoch) return;

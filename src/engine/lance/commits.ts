@@ -11,7 +11,10 @@
 /** A file of the dataset by its path inside the dataset's folder; rejects when it cannot be read. */
 export type DatasetFile = (path: string) => Promise<Uint8Array>;
 
-/** Lance's field numbers: Manifest's `fragments` and `transaction_section`, DataFragment's `id`, `deletion_file`, `physical_rows`. */
+/**
+ * Lance's field numbers: Manifest's `fragments` and `transaction_section`; DataFragment's `id`, `deletion_file` and
+ * `physical_rows`.
+ */
 const FRAGMENTS = 2;
 const TRANSACTION_SECTION = 21;
 const FRAGMENT_ID = 1;
