@@ -155,3 +155,36 @@ describe('rewrites a read raced', () => {
     expect(await changes.writesEnded(10)).toBe(true);
   });
 });
+
+describe('listing versions while a prune deletes them', () => {
+  // Lance lists the manifests, then reads each: one a prune deleted in between failed the listing ("Not found"),
+  // and a hybrid search that asked for the versions answered 500 (bench, 1M rows under ingest).
+  test('the listing is taken again, where Lance alone fails', { timeout: 120_000 }, async () => {
+    const db = await connect(dir, { readConsistencyInterval: 0 });
+    let raw = 0;
+    let ours = 0;
+    let listings = 0;
+    for (let round = 0; round < 5 && raw === 0; round++) {
+      const t = await db.createTable(`pruned${round}`, [{ id: 0 }]);
+      for (let i = 1; i < 200; i++) await t.add([{ id: i }]);
+      const lister = await db.openTable(`pruned${round}`);
+      let pruning = true;
+      const listing = (async () => {
+        while (pruning) {
+          listings++;
+          await lister.listVersions().catch(() => raw++);
+          await versionsOf(lister).catch(() => ours++);
+        }
+      })();
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      await t.optimize({ cleanupOlderThan: new Date(Date.now() + 60_000) });
+      pruning = false;
+      await listing;
+      expect((await versionsOf(lister)).map((v) => v.version)).toEqual([await t.version()]);
+    }
+    expect(listings).toBeGreaterThan(0);
+    // The race happened (Lance's own listing failed), and no listing of ours failed in it.
+    expect(raw).toBeGreaterThan(0);
+    expect(ours).toBe(0);
+  });
+});

@@ -92,15 +92,29 @@ class LanceReads implements RowReads {
   }
 }
 
-/** The versions of a table as Lance lists them, with the row counts each manifest keeps. */
+/** Listings of a table's versions tried while pruning deletes the manifests they list, before one fails. */
+const LISTING_ATTEMPTS = 8;
+
+/**
+ * The versions of a table as Lance lists them, with the row counts each manifest keeps. Lance lists the manifests
+ * and then reads each, so a prune under way (upkeep's, or another node's) fails the listing with a manifest it
+ * deleted in between; listed again, the prune's deletions are behind it.
+ */
 export async function versionsOf(lance: LanceTable): Promise<VersionInfo[]> {
-  return (await lance.listVersions()).map((v) => ({
-    version: v.version,
-    timestamp: v.timestamp,
-    rows: Number(v.metadata.total_rows),
-    storedRows: Number(v.metadata.total_data_file_rows),
-    deletedRows: Number(v.metadata.total_deletion_file_rows),
-  }));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return (await lance.listVersions()).map((v) => ({
+        version: v.version,
+        timestamp: v.timestamp,
+        rows: Number(v.metadata.total_rows),
+        storedRows: Number(v.metadata.total_data_file_rows),
+        deletedRows: Number(v.metadata.total_deletion_file_rows),
+      }));
+    } catch (err) {
+      if (attempt >= LISTING_ATTEMPTS || !isMissingDataset(err)) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 5 * attempt));
+    }
+  }
 }
 
 /** What a table's rows need of the database's store: reopening the dataset, and running upkeep's jobs. */
