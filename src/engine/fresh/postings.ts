@@ -43,10 +43,15 @@ export class FreshPostings {
   private seen = new Uint8Array(FIRST_ROWS);
   /** Per version that wrote live rows here: how many, and their tokens (for statistics of the rows after a fold). */
   private readonly byVersion = new Map<number, { docs: number; tokens: number }>();
+  /** Scratch of `add`: per term id, 1 + where the row being added counts it in `pairs` (0: not yet). */
+  private slotOf = new Int32Array(FIRST_ROWS);
+  private pairs = new Int32Array(64);
 
   /** Holds `tokens` for `key`, written at `version` (the key must not be held). */
   add(key: bigint, tokens: readonly string[], version: number): void {
-    const counts = new Map<number, number>();
+    // The row's distinct terms and their frequencies, gathered in scratch: a map and arrays a row made this
+    // cost 18 µs a row of 13 tokens, an eighth of an append's time on the event loop.
+    let distinct = 0;
     for (const token of tokens) {
       let id = this.ids.get(token);
       if (id === undefined) {
@@ -54,16 +59,30 @@ export class FreshPostings {
         this.ids.set(token, id);
         this.terms[id] = token;
       }
-      counts.set(id, (counts.get(id) ?? 0) + 1);
+      if (id >= this.slotOf.length) this.slotOf = grown(this.slotOf, Math.max(2 * this.slotOf.length, id + 1));
+      const slot = this.slotOf[id] as number;
+      if (slot > 0) {
+        this.pairs[2 * slot - 1] = (this.pairs[2 * slot - 1] as number) + 1;
+        continue;
+      }
+      if (2 * distinct + 2 > this.pairs.length) this.pairs = grown(this.pairs, 2 * this.pairs.length);
+      this.pairs[2 * distinct] = id;
+      this.pairs[2 * distinct + 1] = 1;
+      distinct++;
+      this.slotOf[id] = distinct;
     }
+    const terms = this.pairs.slice(0, 2 * distinct);
     const row = this.keys.length;
     if (row === this.lengths.length) this.grow(2 * row);
     this.keys.push(key);
     this.numbers.set(key, row);
     this.lengths[row] = tokens.length;
     this.versions[row] = version;
-    this.termsOf.push(Int32Array.from([...counts].flat()));
-    for (const [id, tf] of counts) this.post(id, row, tf);
+    this.termsOf.push(terms);
+    for (let i = 0; i < terms.length; i += 2) {
+      this.slotOf[terms[i] as number] = 0;
+      this.post(terms[i] as number, row, terms[i + 1] as number);
+    }
     if (tokens.length > 0) this.counted(version, 1, tokens.length);
   }
 
@@ -249,6 +268,13 @@ export class FreshPostings {
       for (let i = 0; i < terms.length; i += 2) this.post(terms[i] as number, row, terms[i + 1] as number);
     });
   }
+}
+
+/** `old`'s values at the start of a zeroed array of `length`. */
+function grown(old: Int32Array, length: number): Int32Array<ArrayBuffer> {
+  const array = new Int32Array(length);
+  array.set(old);
+  return array;
 }
 
 /**
