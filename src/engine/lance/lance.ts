@@ -91,8 +91,11 @@ export function lanceMessage(err: unknown): string {
   );
 }
 
-/** Whether Lance refused because the table handle was closed under the call (its table dropped or let go). */
-export const isClosedTable = (err: unknown): boolean => /Table is closed/i.test(String(err));
+/**
+ * Whether Lance refused because the table handle was closed under the call (its table dropped or let go); Lance
+ * names the table: "Table t_… is closed".
+ */
+export const isClosedTable = (err: unknown): boolean => /\bTable (\S+ )?is closed\b/i.test(String(err));
 
 /** Whether Lance refused because the dataset is not there (dropped, or never written). */
 export const isMissingDataset = (err: unknown): boolean => /not found|does not exist/i.test(String(err));
