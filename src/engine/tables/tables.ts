@@ -172,6 +172,11 @@ export class TableHandle {
   }
 
   /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
+  /** Whether it was let go of (its table dropped, or this node let it go): a write queued on it must not start. */
+  get closed(): boolean {
+    return this.disposed;
+  }
+
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
@@ -307,10 +312,13 @@ export class Tables {
   ): Promise<boolean> {
     const removed = await this.catalog.deleteTable(record.tableId);
     if (removed) leaving(record.tableId);
-    const open = this.handles.get(record.tableId)?.pending;
+    const open = await this.handles.get(record.tableId)?.pending.catch(() => undefined);
     this.handles.delete(record.tableId);
     this.store.forget(record.tableId);
-    (await open?.catch(() => undefined))?.dispose();
+    open?.dispose();
+    // A write that started before the table left the catalog writes into its folder until it ends; those queued
+    // behind it refuse now that the handle is closed. Deleting the files under it failed the drop with a 500.
+    await open?.writes.run(async () => undefined);
     if (purge && removed) await this.store.drop(record.tableId);
     return removed;
   }

@@ -1,6 +1,6 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
-import { BadRequest, Conflict } from '../../errors.js';
+import { BadRequest, Conflict, NotFound } from '../../errors.js';
 import { vectorsOf } from '../fresh/batches.js';
 import type { ColumnVectors, FreshWrite } from '../fresh/rows.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
@@ -171,7 +171,11 @@ async function textsOfChange(
  * the disk rather than wait for each other's fsync.
  */
 async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<T> {
-  const result = await table.writes.run(write);
+  const result = await table.writes.run(() => {
+    // Dropped while this write waited its turn: answered as the drop is by those who ask after it.
+    if (table.closed) throw new NotFound(`table "${table.record.name}"`, { code: 'unknown_table' });
+    return write();
+  });
   await table.rows.sync();
   return result;
 }
