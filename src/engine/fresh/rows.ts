@@ -506,6 +506,9 @@ export class FreshRows implements BudgetedTier {
 
   end(read: FreshRead): void {
     this.readers.delete(read.id);
+    // A fold that landed while this read ran could not let go of the rows it still read: they go now, or every
+    // later search would scan them beside the indexes that cover them, until the next write or fold.
+    if (this.draining === undefined) this.sweep();
   }
 
   /**
