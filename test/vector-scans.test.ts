@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, describe, expect, test } from 'vitest';
 import { FreshGone, FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
+import { VectorMatrix } from '../src/engine/fresh/vector-matrix.js';
 import { VectorScanThread } from '../src/engine/fresh/vector-scans.js';
 import { FreshVectors, type MatrixMaker } from '../src/engine/fresh/vectors.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
@@ -158,3 +159,44 @@ async function nearest(fresh: FreshRows, query: number[], limit: number) {
     fresh.end(read);
   }
 }
+
+describe('a search where few held rows are eligible', () => {
+  // Under ingest a node holds the rows a fold covered for key lookups, and only the newest are searched: sized by
+  // the held rows, the first scan found too few eligible ones and the scan went round again, six times.
+  test('sizes its first scan by the rows eligible, and answers as a scan of every slot does', async () => {
+    let scans = 0;
+    const counting: MatrixMaker = (dim, kind) => {
+      const matrix = new VectorMatrix(dim, kind);
+      return {
+        write: (slot, vectors) => matrix.write(slot, vectors),
+        pack: (keep) => matrix.pack(keep),
+        scan: (slots, query, count) => {
+          scans++;
+          return matrix.scan(slots, query, count);
+        },
+        close: () => matrix.close(),
+      };
+    };
+    const vectors = new FreshVectors(8, 'l2sq', counting);
+    for (let key = 1; key <= 5000; key++) {
+      vectors.add(
+        BigInt(key),
+        Float32Array.from({ length: 8 }, (_, i) => Math.sin(key * (i + 1))),
+      );
+    }
+    const eligible = (key: bigint) => key > 4900n;
+    const query = Float32Array.from({ length: 8 }, (_, i) => Math.cos(i));
+    const sized = await vectors.search(query, 10, eligible, 100);
+    expect(scans).toBe(1);
+    scans = 0;
+    const unsized = await vectors.search(query, 10, eligible);
+    expect(scans).toBeGreaterThan(2);
+    expect(sized).toEqual(unsized);
+    expect(sized?.keys).toHaveLength(10);
+    expect(sized?.keys.every(eligible)).toBe(true);
+    // None eligible: no scan at all.
+    scans = 0;
+    expect(await vectors.search(query, 10, () => false, 0)).toEqual({ keys: [], values: [] });
+    expect(scans).toBe(0);
+  });
+});

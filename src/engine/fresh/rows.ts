@@ -545,9 +545,7 @@ export class FreshRows implements BudgetedTier {
     await this.drain();
     this.check(read);
     if (this.lastVersion > at.version) return undefined;
-    let held = 0;
-    for (const [version, rows] of this.byVersion) if (version > read.since) held += rows;
-    if (held !== at.rows) return undefined;
+    if (this.rowsAfter(read.since) !== at.rows) return undefined;
     return this.texts.get(column)?.statisticsAfter(read.since, query);
   }
 
@@ -564,7 +562,7 @@ export class FreshRows implements BudgetedTier {
     if (vectors === undefined) return { keys: [], values: [] };
     let found: { keys: bigint[]; values: number[] } | undefined;
     try {
-      found = await vectors.search(query, limit, this.after(read));
+      found = await vectors.search(query, limit, this.after(read), this.rowsAfter(read.since));
     } catch (err) {
       if (!(err instanceof MatrixLost)) throw err;
       // The scan thread died with every table's vectors: these rows are let go of, as the budget would.
@@ -637,6 +635,13 @@ export class FreshRows implements BudgetedTier {
 
   private check(read: FreshRead): void {
     if (read.epoch !== this.epoch) throw new FreshGone();
+  }
+
+  /** Held rows written after version `since`. */
+  private rowsAfter(since: number): number {
+    let rows = 0;
+    for (const [version, count] of this.byVersion) if (version > since) rows += count;
+    return rows;
   }
 
   private after(read: FreshRead): (key: bigint) => boolean {

@@ -73,22 +73,25 @@ export class FreshVectors {
   /**
    * The held rows nearest `query` among those `eligible` admits: the best `limit`, and every row tied with the
    * last of them, nearest first (ties by key). Undefined when the matrix was let go of during the search.
+   * `eligibleRows`: about how many held rows `eligible` admits (all by default), which sizes the first scan.
    */
   async search(
     query: Float32Array,
     limit: number,
     eligible: (key: bigint) => boolean,
+    eligibleRows = Number.POSITIVE_INFINITY,
   ): Promise<{ keys: bigint[]; values: number[] } | undefined> {
     const { matrix } = this;
-    const held = this.slotOf.size;
+    const held = Math.min(this.slotOf.size, eligibleRows);
     if (matrix === undefined || held === 0 || limit <= 0) return { keys: [], values: [] };
     const { canonical } = SEARCHED[this.metric];
-    // Empty and ineligible slots take places among the nearest: ask for as many more as the empty slots' share
-    // predicts, with a margin, then twice as many until `limit` rows and their ties are in hand, or every slot was
-    // ranked (asking for every empty slot at once made a scan with 5% of its rows deleted ~5× slower). usearch
-    // answers nearest first, so the walk stops past the edge. The slots and their keys are taken as they are when
-    // each scan is sent: copied, as a row replaced meanwhile leaves its slot empty in the array and moves to one
-    // past the scan's, and would be found in neither.
+    // Empty and ineligible slots take places among the nearest: ask for as many more as their share predicts, with
+    // a margin, then twice as many until `limit` rows and their ties are in hand, or every slot was ranked (asking
+    // for every empty slot at once made a scan with 5% of its rows deleted ~5× slower; sized by the held rows rather
+    // than the eligible, a scan under ingest, where rows a fold covered stay held for key lookups, went round six
+    // times). usearch answers nearest first, so the walk stops past the edge. The slots and their keys are taken
+    // as they are when each scan is sent: copied, as a row replaced meanwhile leaves its slot empty in the array
+    // and moves to one past the scan's, and would be found in neither.
     let slots = this.keys.length;
     for (let count = Math.min(slots, Math.ceil((1.25 * (limit + 1) * slots) / held) + 16); ; ) {
       const keys = this.keys.slice(0, slots);
