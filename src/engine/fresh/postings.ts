@@ -49,8 +49,8 @@ export class FreshPostings {
 
   /** Holds `tokens` for `key`, written at `version` (the key must not be held). */
   add(key: bigint, tokens: readonly string[], version: number): void {
-    // The row's distinct terms and their frequencies, gathered in scratch: a map and arrays a row made this
-    // cost 18 µs a row of 13 tokens, an eighth of an append's time on the event loop.
+    // The row's distinct terms and their frequencies, gathered in scratch: a map and arrays per row made this
+    // cost 18 µs a row of 13 tokens, against 7 µs.
     let distinct = 0;
     for (const token of tokens) {
       let id = this.ids.get(token);

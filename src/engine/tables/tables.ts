@@ -75,6 +75,9 @@ export interface FreshTier {
   matrices?: MatrixMaker;
 }
 
+/** The answer for a table that is not there (never created, or dropped meanwhile). */
+export const unknownTable = (name: string): NotFound => new NotFound(`table "${name}"`, { code: 'unknown_table' });
+
 /**
  * An open table: its catalog entry, schemas, stored rows, the queue its writes go through, and what this worker
  * keeps of it between requests. Closed by `dispose()`, which lets go of all of it.
@@ -171,12 +174,12 @@ export class TableHandle {
     this.records?.recordFold(this.record.tableId, kinds ?? ['text', 'vector'], version).catch(() => undefined);
   }
 
-  /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
   /** Whether it was let go of (its table dropped, or this node let it go): a write queued on it must not start. */
   get closed(): boolean {
     return this.disposed;
   }
 
+  /** Closes the table: the store lets go of its rows once reads still using them end. Once is enough. */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
@@ -289,14 +292,13 @@ export class Tables {
     leaving: (tableId: string) => void = () => undefined,
   ): Promise<{ table_name: string; purged: boolean; location: string }> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+    if (record === undefined) throw unknownTable(name);
     return this.exclusively(`dropping table "${name}"`, async () => {
       const open = this.handles.get(record.tableId)?.pending;
       // Writes already queued on the table finish first; none can start after it left the catalog.
       if (open !== undefined) await (await open.catch(() => undefined))?.writes.run(async () => undefined);
       // Another node may have dropped it since it was found: only the drop that removed the entry answers 200.
-      if (!(await this.forget(record, purge, leaving)))
-        throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+      if (!(await this.forget(record, purge, leaving))) throw unknownTable(name);
       return { table_name: name, purged: purge, location: this.store.locationOf(record.tableId) };
     });
   }
@@ -365,8 +367,7 @@ export class Tables {
   /** The open table of that name; 404 when the catalog has no finished table of that name. */
   async get(name: string): Promise<TableHandle> {
     const record = await this.catalog.findTable(this.databaseId, name);
-    if (record === undefined || record.state !== 'ready')
-      throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+    if (record === undefined || record.state !== 'ready') throw unknownTable(name);
     return this.open(record);
   }
 

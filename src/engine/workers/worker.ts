@@ -1,5 +1,5 @@
 import type { Schema } from 'apache-arrow';
-import { NotFound, StrataError, Throttled } from '../../errors.js';
+import { StrataError, Throttled } from '../../errors.js';
 import { SqlDatabase, type SqlLimits, type SqlResult } from '../../sql/database.js';
 import type { InstanceOptions } from '../../sql/lockdown.js';
 import type { Binding } from '../../storage/binding.js';
@@ -14,7 +14,13 @@ import { countMatches, exactMatch, tokenMatch } from '../search/match.js';
 import type { ExactRequest, HybridRequest, MatchRequest, Receipt, RowsResult } from '../search/request.js';
 import { TablesSqlSource } from '../sql-source.js';
 import type { CatalogStore } from '../tables/catalog.js';
-import { type CreateTableRequest, type TableDescription, type TableHandle, Tables } from '../tables/tables.js';
+import {
+  type CreateTableRequest,
+  type TableDescription,
+  type TableHandle,
+  Tables,
+  unknownTable,
+} from '../tables/tables.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
 import type { WriteCommand, WriteOptions, WriteOutcome } from '../writes/command.js';
 import { findCommit, type VersionReader } from '../writes/intent.js';
@@ -255,7 +261,7 @@ export class DatabaseWorker {
     } catch (err) {
       if (err instanceof StrataError) throw err;
       const now = await this.catalog.findTable(this.ref.id, name);
-      if (now?.tableId !== handle.record.tableId) throw new NotFound(`table "${name}"`, { code: 'unknown_table' });
+      if (now?.tableId !== handle.record.tableId) throw unknownTable(name);
       throw storageFailure(err) ?? err;
     }
   }

@@ -1,6 +1,6 @@
 import type { Data, RecordBatch, Schema } from 'apache-arrow';
 import { arrow } from '../../arrow/arrow.js';
-import { BadRequest, Conflict, NotFound } from '../../errors.js';
+import { BadRequest, Conflict } from '../../errors.js';
 import { vectorsOf } from '../fresh/batches.js';
 import type { ColumnVectors, FreshWrite } from '../fresh/rows.js';
 import { checkPredicate, readingPredicate } from '../predicate/predicate.js';
@@ -15,7 +15,7 @@ import {
   rowsHoldingKeys,
 } from '../tables/primary-key.js';
 import { ROW_KEY, storedSchema, withinRowKeys } from '../tables/schema.js';
-import type { TableHandle } from '../tables/tables.js';
+import { type TableHandle, unknownTable } from '../tables/tables.js';
 import { type ColumnTexts, type CommitTexts, textsOf } from '../text/statistics.js';
 import type { Upserted } from './command.js';
 import type { BeforeCommit } from './intent.js';
@@ -173,7 +173,7 @@ async function textsOfChange(
 async function durably<T>(table: TableHandle, write: () => Promise<T>): Promise<T> {
   const result = await table.writes.run(() => {
     // Dropped while this write waited its turn: answered as the drop is by those who ask after it.
-    if (table.closed) throw new NotFound(`table "${table.record.name}"`, { code: 'unknown_table' });
+    if (table.closed) throw unknownTable(table.record.name);
     return write();
   });
   await table.rows.sync();
