@@ -6,7 +6,9 @@ import { FreshBudget } from '../src/engine/fresh/budget.js';
 import { FreshPostings } from '../src/engine/fresh/postings.js';
 import { FreshRows, type FreshWrite } from '../src/engine/fresh/rows.js';
 import type { Metric } from '../src/engine/indexes/registry.js';
+import type { RowId } from '../src/engine/rows/source.js';
 import { bm25Scorer, highestGain } from '../src/engine/text/bm25.js';
+import { RowTokens } from '../src/engine/text/row-tokens.js';
 
 // The fresh rows a sole-writer node searches beside its indexes, without Lance: a stub tokenizer splits on
 // spaces, and the statistics are fixed (scores only order the rows here).
@@ -519,9 +521,14 @@ describe('how far a score can move with the statistics', () => {
           const index = statsOf(indexed);
           const live = statsOf([...indexed, ...outside]);
           const gain = highestGain(query, live, index);
-          const before = bm25Scorer<string>(query, index, (t) => t);
-          const after = bm25Scorer<string>(query, live, (t) => t);
-          for (const row of indexed) expect(after(row)).toBeLessThanOrEqual(gain * before(row) * (1 + 1e-12));
+          const overIndex = bm25Scorer<string>(query, index, (t) => t);
+          const overLive = bm25Scorer<string>(query, live, (t) => t);
+          for (const row of indexed) expect(overLive(row)).toBeLessThanOrEqual(gain * overIndex(row) * (1 + 1e-12));
+          // And no less than the inverse of the most the other way round.
+          const shrink = 1 / highestGain(query, index, live);
+          for (const row of indexed) {
+            expect(overLive(row)).toBeGreaterThanOrEqual(shrink * overIndex(row) * (1 - 1e-12));
+          }
         },
       ),
       { numRuns: 300 },
@@ -544,5 +551,36 @@ describe('how far a score can move with the statistics', () => {
     };
     expect(highestGain(['alpha', 'zebra'], live, index)).toBe(Number.POSITIVE_INFINITY);
     expect(highestGain(['a'], stats, { docs: 2, tokens: 8, docsWith: () => 3 })).toBe(Number.POSITIVE_INFINITY);
+  });
+});
+
+describe('the tokens of rows a text leg scored', () => {
+  test('are held by table, column and row id, the least recently used going first past the budget', () => {
+    const id = (n: number) => BigInt(n) as RowId;
+    // Each entry below costs 2 × 9 (its key: table, column and id, two separators) + 96 + 2 × (5 + 24) = 172.
+    const held = new RowTokens(3 * 172);
+    held.set('t1', 'body', id(1), ['alpha', 'bravo']);
+    held.set('t1', 'body', id(2), ['delta', 'hotel']);
+    held.set('t2', 'body', id(1), ['kilos', 'limas']);
+    expect(held.get('t1', 'body', id(1))).toEqual(['alpha', 'bravo']);
+    expect(held.get('t1', 'note', id(1))).toBeUndefined();
+    expect(held.get('t2', 'body', id(1))).toEqual(['kilos', 'limas']);
+    // 1 and t2's 1 were used since 2 was: 2 goes.
+    held.set('t1', 'body', id(3), ['mikes', 'oscar']);
+    expect(held.size).toBe(3);
+    expect(held.get('t1', 'body', id(2))).toBeUndefined();
+    expect(held.get('t1', 'body', id(1))).toEqual(['alpha', 'bravo']);
+    expect(held.get('t1', 'body', id(3))).toEqual(['mikes', 'oscar']);
+    // A row with no tokens is held as such; one larger than the whole budget is not held.
+    held.set('t1', 'body', id(4), []);
+    expect(held.get('t1', 'body', id(4))).toEqual([]);
+    held.set(
+      't1',
+      'body',
+      id(5),
+      Array.from({ length: 100 }, () => 'x'),
+    );
+    expect(held.get('t1', 'body', id(5))).toBeUndefined();
+    expect(held.size).toBeLessThanOrEqual(3);
   });
 });

@@ -4,7 +4,7 @@ import type { Hits, RowId, TextOperator } from '../rows/source.js';
 import type { TableHandle } from '../tables/tables.js';
 import type { VectorLegPlan } from './plan.js';
 import { keysOf } from './result-rows.js';
-import { gainOverIndex, rescored, scoredByIds, type TextScoring } from './text-scoring.js';
+import { gainOverIndex, rescored, scoredByIds, type TextScoring, textColumn, textsByIds } from './text-scoring.js';
 
 // The two legs of a hybrid search, each read from the table's row source with every hit that ties at its window's
 // edge.
@@ -17,6 +17,9 @@ import { gainOverIndex, rescored, scoredByIds, type TextScoring } from './text-s
  * folded table for all 50 at 2 (49 at 1).
  */
 const RESCORED_DEPTH = 2;
+
+/** Texts a bounded hybrid text leg takes by id at most; more are read with its hits (`readBestScored`). */
+const TAKEN_BY_ID = 32;
 
 /**
  * How deep a text leg that can bound unread hits reads at most: `BOUNDED_DEPTH` times its first read, and at least
@@ -95,8 +98,8 @@ export interface TextAsk {
  * The BM25 leg: hits of `query` over `field`, higher scores first; `indexedOnly`: none outside its index. With
  * `scoring`, the leg scores its hits over the live rows from their texts. It reads deeper then, as the index's
  * ranking is only an approximation of that one: beside fresh rows that are all the index lacks, until no unread hit
- * can score above the `ranked`-th best (`gainOverIndex`; past its first read, a hybrid leg finds such hits by id,
- * `readPastEdge`); else `RESCORED_DEPTH` times as deep.
+ * can score above the `ranked`-th best (`gainOverIndex`; a hybrid leg reads hits by id and index score first, and
+ * the texts of just those that can, `readBestScored`); else `RESCORED_DEPTH` times as deep.
  */
 export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
   const { table, filter, both, carried, ranked } = legs;
@@ -136,17 +139,31 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
       fresh === undefined || outside === undefined
         ? undefined
         : await table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
-    const gain = beside === undefined ? Number.POSITIVE_INFINITY : gainOverIndex(scoring, beside);
-    if (!Number.isFinite(gain)) {
+    const bounds = beside === undefined ? undefined : gainOverIndex(scoring, beside);
+    if (bounds === undefined || !Number.isFinite(bounds.gain) || !(bounds.shrink > 0)) {
       return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
     }
-    // An unread hit scores at most `gain` times its index score: one scoring less cannot reach the edge.
-    const reaches = (edge: number, indexScore: number) => !(gain * indexScore * (1 + INDEX_SCORE_SLACK) < edge);
     if (both) {
       const idsRead = (limit: number) => read(true, limit, []);
-      const scored = (ids: readonly RowId[]) => scoredByIds(ids, scoring);
-      return readPastEdge(await indexRead(true)(first), first, idsRead, scored, reaches, ranked, deepest);
+      // Many texts to read are read with the leg's hits, down to the deepest of them: Lance reads texts that way
+      // at about half the cost a row of a take by id.
+      const texts = (depth: number) => async (missing: readonly RowId[]) => {
+        if (missing.length <= TAKEN_BY_ID) return textsByIds(missing, scoring);
+        const hits = await read(true, depth, [field]);
+        const column = textColumn(hits.rows, field);
+        const out = new Map<RowId, string | null>();
+        hits.ids.forEach((id, i) => {
+          out.set(id, column[i] ?? null);
+        });
+        const wanted = missing.filter((id) => !out.has(id));
+        for (const [id, text] of await textsByIds(wanted, scoring)) out.set(id, text);
+        return out;
+      };
+      const scored = (ids: readonly RowId[], depth: number) => scoredByIds(ids, scoring, texts(depth));
+      return readBestScored(idsRead, scored, bounds, ranked, firstTextRead(ranked, true), deepest);
     }
+    // An unread hit scores at most `gain` times its index score: one scoring less cannot reach the edge.
+    const reaches = (edge: number, indexScore: number) => !(bounds.gain * indexScore * (1 + INDEX_SCORE_SLACK) < edge);
     return readLeg(
       indexRead(true),
       'higher',
@@ -167,33 +184,36 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
 }
 
 /**
- * A bounded text leg's hits when both legs run: its first read, scored from the texts read with it, and, where some
- * hit past it could reach that read's edge (the `ranked`-th best) or tie with it, the hits past it that can: found
- * by row id and index score alone (`idsRead`, twice as deep each time while its last hit still can), and only their
- * texts read (`scored`). A second read with the texts of every hit cost as much as the first; most such hits are the
- * few tied with the edge. The first read's rows stand for all: when both legs run, hits are known by id.
+ * A bounded text leg's hits when both legs run, scored over the live rows: hits by row id and index score alone,
+ * as deep as an unread hit could still reach the edge, then the scores of just those that can (`scored`, given how
+ * deep the last of them is). The edge, the `ranked`-th best live score, is at least `shrink` times the `ranked`-th
+ * best index score (those hits all score that much), and a hit scores at most `gain` times its index score.
  */
-async function readPastEdge(
-  read: Hits & { lowest: number },
-  limit: number,
+async function readBestScored(
   idsRead: (limit: number) => Promise<Hits>,
-  scored: (ids: readonly RowId[]) => Promise<{ ids: RowId[]; values: number[] }>,
-  reaches: (edge: number, indexScore: number) => boolean,
+  scored: (ids: readonly RowId[], depth: number) => Promise<{ ids: RowId[]; values: number[] }>,
+  bounds: { gain: number; shrink: number },
   ranked: number,
+  first: number,
   deepest: number,
 ): Promise<Hits> {
-  if (read.rows.numRows < limit) return read;
-  const sorted = read.values.slice().sort((a, b) => b - a);
-  const edge = sorted[ranked - 1] as number;
-  if (edge !== sorted[sorted.length - 1] && !reaches(edge, read.lowest)) return read;
-  const known = new Set(read.ids);
-  for (let depth = 2 * limit; ; depth *= 2) {
-    const more = await idsRead(depth);
-    const lowest = Math.min(...more.values);
-    if (more.rows.numRows === depth && depth < deepest && reaches(edge, lowest)) continue;
-    const past = more.ids.filter((id, i) => !known.has(id) && reaches(edge, more.values[i] as number));
-    const found = await scored(past);
-    return { ...read, ids: [...read.ids, ...found.ids], values: [...read.values, ...found.values] };
+  for (let limit = first; ; limit = Math.min(2 * limit, deepest)) {
+    const hits = await idsRead(limit);
+    const { values } = hits;
+    const sorted = values.slice().sort((a, b) => b - a);
+    const edge = sorted[ranked - 1];
+    const floor = edge === undefined ? 0 : bounds.shrink * edge * (1 - INDEX_SCORE_SLACK);
+    const reaches = (indexScore: number) => !(bounds.gain * indexScore * (1 + INDEX_SCORE_SLACK) < floor);
+    const lowest = sorted[sorted.length - 1] as number;
+    if (hits.rows.numRows === limit && limit < deepest && reaches(lowest)) continue;
+    let depth = 0;
+    const picked = hits.ids.filter((_, i) => {
+      const can = reaches(values[i] as number);
+      if (can) depth = i + 1;
+      return can;
+    });
+    const found = await scored(picked, depth);
+    return { ...hits, ids: found.ids, values: found.values };
   }
 }
 

@@ -4,6 +4,7 @@ import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { bm25Scorer, type CollectionStatistics, highestGain } from '../text/bm25.js';
 import { type Clause, clausesScorer } from '../text/clauses.js';
+import { rowTokens } from '../text/row-tokens.js';
 import { keysOf } from './result-rows.js';
 import type { TextQuery } from './text-query.js';
 
@@ -51,24 +52,60 @@ export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> 
   return { ...hits, values: await liveScores(textColumn(hits.rows, scoring.field), scoring) };
 }
 
-/** The BM25 scores over the live rows of the rows of `ids` (those not deleted since), from their texts read by id. */
+/** Texts of a full-text column by row id: of the rows asked for that are still there. */
+export type TextsById = (ids: readonly RowId[]) => Promise<Map<RowId, string | null>>;
+
+/**
+ * The BM25 scores over the live rows of the rows of `ids` (those not deleted since): from the tokens `rowTokens`
+ * holds of them, and for the rest from their texts, read by `texts` (by default taken by id).
+ */
 export async function scoredByIds(
   ids: readonly RowId[],
   scoring: TextScoring,
+  texts: TextsById = (missing) => textsByIds(missing, scoring),
 ): Promise<{ ids: RowId[]; values: number[] }> {
   if (ids.length === 0) return { ids: [], values: [] };
+  const { table, field } = scoring;
+  const tableId = table.record.tableId;
+  const keys = await table.rows.keysOf(ids);
+  const live = ids.filter((_, i) => keys[i] !== undefined);
+  // Phrases score positions, which are not held.
+  const held = scoring.clauses === undefined;
+  const tokens = new Map<RowId, readonly string[]>();
+  const missing = live.filter((id) => {
+    const known = held ? rowTokens.get(tableId, field, id) : undefined;
+    if (known !== undefined) tokens.set(id, known);
+    return known === undefined;
+  });
+  const read = missing.length === 0 ? new Map<RowId, string | null>() : await texts(missing);
+  const readIds = [...read.keys()];
+  if (!held) return { ids: readIds, values: await liveScores([...read.values()], scoring) };
+  const analyzed = await table.text.tokensOf([...read.values()], field);
+  readIds.forEach((id, i) => {
+    const row = analyzed[i] ?? [];
+    tokens.set(id, row);
+    rowTokens.set(tableId, field, id, row);
+  });
+  const found = live.filter((id) => tokens.has(id));
+  const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
+  return { ids: found, values: found.map((id) => score(tokens.get(id) as readonly string[])) };
+}
+
+/** The texts of the rows of `ids` still there, taken by id. */
+export async function textsByIds(ids: readonly RowId[], scoring: TextScoring): Promise<Map<RowId, string | null>> {
   const keys = await scoring.table.rows.keysOf(ids);
   const idOf = new Map<bigint, RowId>();
   keys.forEach((key, i) => {
     if (key !== undefined) idOf.set(key, ids[i] as RowId);
   });
-  const found: RowId[] = [];
-  const texts: (string | null)[] = [];
+  const out = new Map<RowId, string | null>();
   for (const rows of await scoring.table.rows.rowsByKey([...idOf.keys()], [ROW_KEY, scoring.field], idOf)) {
-    for (const key of keysOf(rows)) found.push(idOf.get(key) as RowId);
-    texts.push(...textColumn(rows, scoring.field));
+    const texts = textColumn(rows, scoring.field);
+    keysOf(rows).forEach((key, i) => {
+      out.set(idOf.get(key) as RowId, texts[i] ?? null);
+    });
   }
-  return { ids: found, values: await liveScores(texts, scoring) };
+  return out;
 }
 
 /** Each text's BM25 score over the live rows. */
@@ -82,20 +119,21 @@ async function liveScores(texts: readonly (string | null)[], scoring: TextScorin
 }
 
 /**
- * How many times its index score a hit can score over the live rows, when the index's statistics are those of the
- * live rows but `outside` (the rows outside it, none deleted since it was built): nothing else then tells them apart.
+ * How many times its index score a hit can score over the live rows, at most (`gain`) and at least (`shrink`), when
+ * the index's statistics are those of the live rows but `outside` (the rows outside it, none deleted since it was
+ * built): nothing else then tells them apart. The least is the inverse of the most the other way round.
  */
-export function gainOverIndex(scoring: TextScoring, outside: CollectionStatistics): number {
+export function gainOverIndex(scoring: TextScoring, outside: CollectionStatistics): { gain: number; shrink: number } {
   const live = scoring.stats;
   const index: CollectionStatistics = {
     docs: live.docs - outside.docs,
     tokens: live.tokens - outside.tokens,
     docsWith: (term) => live.docsWith(term) - outside.docsWith(term),
   };
-  return highestGain(scoring.query, live, index);
+  return { gain: highestGain(scoring.query, live, index), shrink: 1 / highestGain(scoring.query, index, live) };
 }
 
-function textColumn(rows: Table, field: string): (string | null)[] {
+export function textColumn(rows: Table, field: string): (string | null)[] {
   const column = rows.getChild(field);
   return Array.from({ length: rows.numRows }, (_, i) => (column?.get(i) as string | null | undefined) ?? null);
 }
