@@ -6,6 +6,7 @@ import { Databases } from './control/databases.js';
 import { DatabaseLifecycle } from './control/lifecycle.js';
 import type { ControlStore } from './control/store.js';
 import { FreshBudget } from './engine/fresh/budget.js';
+import { RowTokens, SCORED_TOKENS_BYTES } from './engine/text/row-tokens.js';
 import { WorkerPool } from './engine/workers/pool.js';
 import { WritePath } from './engine/writes/service.js';
 import { buildApp } from './http/app.js';
@@ -30,6 +31,8 @@ export interface StrataNode {
   sqlBudget: SqlMemoryBudget;
   /** The memory the fresh rows of this node's tables may take. */
   freshBudget: FreshBudget;
+  /** The tokens of indexed rows this node's text legs scored (`RowTokens`). */
+  scoredTokens: RowTokens;
   log: FastifyBaseLogger;
   close(): Promise<void>;
 }
@@ -49,6 +52,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
   const nodeId = `node_${randomUUID()}`;
   const sqlBudget = SqlMemoryBudget.ofMb(config.sqlNodeMemoryMb);
   const freshBudget = new FreshBudget(config.freshTierBytes);
+  const scoredTokens = new RowTokens(SCORED_TOKENS_BYTES);
   const workers = new WorkerPool({
     deps: {
       catalog: store,
@@ -83,6 +87,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
       maxUnindexedRows: config.maxUnindexedRows,
       freshBudget,
       freshFollow: config.freshFollow,
+      scoredTokens,
       writes: new WritePath(
         store,
         { nodeId, holdMs: config.idempotencyHoldMs, ttlMs: config.idempotencyTtlMs },
@@ -110,6 +115,7 @@ export function openNode(config: Config, store: ControlStore, log: FastifyBaseLo
     metrics,
     sqlBudget,
     freshBudget,
+    scoredTokens,
     log,
     async close() {
       stopFollowing();

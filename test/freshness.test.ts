@@ -650,6 +650,8 @@ describe('a text leg beside fresh rows reads as deep as its ranking needs', () =
         // The live best rows are the beta ones, which the index ranks after every alpha row.
         expect(byText.some((row) => row.id >= 500 && row.id < 1100)).toBe(true);
       }
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(Number(/^strata_scored_tokens_bytes (\S+)$/m.exec(metrics)?.[1])).toBeGreaterThan(0);
     } finally {
       await server.close();
     }

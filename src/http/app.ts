@@ -22,7 +22,7 @@ import { tableRoutes } from './routes/tables.js';
 
 /** Builds the HTTP app of a node; the caller listens and closes. Closing the app closes the node. */
 export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
-  const { config, store, databases, workers, metrics, sqlBudget, freshBudget, nodeId } = node;
+  const { config, store, databases, workers, metrics, sqlBudget, freshBudget, scoredTokens, nodeId } = node;
   const app = Fastify({
     loggerInstance: node.log,
     bodyLimit: config.maxBodyBytes,
@@ -86,6 +86,11 @@ export async function buildApp(node: StrataNode): Promise<FastifyInstance> {
     'strata_fresh_overflows',
     'Tables whose fresh rows were let go of to stay within STRATA_FRESH_TIER_MB, since start-up',
     () => freshBudget.overflows,
+  );
+  metrics.watch(
+    'strata_scored_tokens_bytes',
+    'Bytes of the tokens this node keeps of indexed rows a text leg scored over the live rows (64 MB at most)',
+    () => scoredTokens.bytes,
   );
   metrics.watch('strata_workers_placed', 'Databases with a worker placed on this node', () => workers.size);
   metrics.watch(

@@ -4,7 +4,6 @@ import { ROW_KEY } from '../tables/schema.js';
 import type { TableHandle } from '../tables/tables.js';
 import { bm25Scorer, type CollectionStatistics, highestGain } from '../text/bm25.js';
 import { type Clause, clausesScorer } from '../text/clauses.js';
-import { rowTokens } from '../text/row-tokens.js';
 import { keysOf } from './result-rows.js';
 import type { TextQuery } from './text-query.js';
 
@@ -56,8 +55,8 @@ export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> 
 export type TextsById = (ids: readonly RowId[]) => Promise<Map<RowId, string | null>>;
 
 /**
- * The BM25 scores over the live rows of the rows of `ids` (those not deleted since): from the tokens `rowTokens`
- * holds of them, and for the rest from their texts, read by `texts` (by default taken by id).
+ * The BM25 scores over the live rows of the rows of `ids` (those not deleted since): from the tokens the node holds
+ * of them (`TableHandle.scoredTokens`), and for the rest from their texts, read by `texts` (by default taken by id).
  */
 export async function scoredByIds(
   ids: readonly RowId[],
@@ -73,7 +72,7 @@ export async function scoredByIds(
   const held = scoring.clauses === undefined;
   const tokens = new Map<RowId, readonly string[]>();
   const missing = live.filter((id) => {
-    const known = held ? rowTokens.get(tableId, field, id) : undefined;
+    const known = held ? table.scoredTokens.get(tableId, field, id) : undefined;
     if (known !== undefined) tokens.set(id, known);
     return known === undefined;
   });
@@ -84,7 +83,7 @@ export async function scoredByIds(
   readIds.forEach((id, i) => {
     const row = analyzed[i] ?? [];
     tokens.set(id, row);
-    rowTokens.set(tableId, field, id, row);
+    table.scoredTokens.set(tableId, field, id, row);
   });
   const found = live.filter((id) => tokens.has(id));
   const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);

@@ -14,6 +14,7 @@ import {
   type TableIndexes,
 } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import { RowTokens, SCORED_TOKENS_BYTES } from '../text/row-tokens.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
 import type { CatalogStore, FoldedKind, TableRecord } from './catalog.js';
@@ -73,6 +74,8 @@ export interface FreshTier {
   budget?: FreshBudget;
   /** Where fresh vectors are kept and scanned; here when absent. */
   matrices?: MatrixMaker;
+  /** The node's tokens of indexed rows a text leg scored; the table's own when absent. */
+  scoredTokens?: RowTokens;
 }
 
 /** The answer for a table that is not there (never created, or dropped meanwhile). */
@@ -96,6 +99,8 @@ export class TableHandle {
   readonly fresh: FreshRows;
   /** The column whose values name one row each (docs/api.md, Primary keys), when the table has one. */
   readonly primaryKey: Field | undefined;
+  /** The tokens of indexed rows a text leg scored over the live rows, by row id (`search/text-scoring.ts`). */
+  readonly scoredTokens: RowTokens;
   private disposed = false;
 
   constructor(
@@ -113,6 +118,7 @@ export class TableHandle {
     private readonly records?: Pick<CatalogStore, 'foldsOf' | 'recordFold' | 'recordTextIndex' | 'textIndexStateOf'>,
   ) {
     this.primaryKey = primaryKeyOf(record.indexes, schema);
+    this.scoredTokens = fresh.scoredTokens ?? new RowTokens(SCORED_TOKENS_BYTES);
     this.unindexed = new UnindexedRows(
       rows,
       indexes,

@@ -44,9 +44,14 @@ export class RowTokens {
     }
   }
 
-  /** Rows held (for tests and metrics). */
+  /** Rows held. */
   get size(): number {
     return this.held.size;
+  }
+
+  /** Bytes held, as `costOf` counts them. */
+  get bytes(): number {
+    return this.used;
   }
 }
 
@@ -56,5 +61,5 @@ const costOf = (key: string, tokens: readonly string[]): number =>
 
 const keyOf = (table: string, column: string, id: RowId): string => `${table}\u0000${column}\u0000${id}`;
 
-/** The node's, shared by its tables: 64 MB as `costOf` counts. */
-export const rowTokens = new RowTokens(64 * 2 ** 20);
+/** What a node's `RowTokens`, shared by its tables, holds at most, as `costOf` counts. */
+export const SCORED_TOKENS_BYTES = 64 * 2 ** 20;

@@ -21,6 +21,7 @@ import {
   Tables,
   unknownTable,
 } from '../tables/tables.js';
+import type { RowTokens } from '../text/row-tokens.js';
 import { Upkeep, type UpkeepLeases, type UpkeepObserver, type UpkeepOptions } from '../upkeep/upkeep.js';
 import type { WriteCommand, WriteOptions, WriteOutcome } from '../writes/command.js';
 import { findCommit, type VersionReader } from '../writes/intent.js';
@@ -60,6 +61,8 @@ export interface WorkerDeps {
   freshBudget: FreshBudget;
   /** Where nodes share a store, whether the fresh tier follows the tables (`STRATA_FRESH_FOLLOW`). */
   freshFollow: boolean;
+  /** The tokens of indexed rows text legs scored, shared by the node's tables. */
+  scoredTokens: RowTokens;
 }
 
 /** What the workers of a node share beyond `WorkerDeps`: where heavy work runs off the event loop. */
@@ -105,6 +108,7 @@ export class DatabaseWorker {
     const tables = new Tables(store, deps.catalog, ref.id, deps.maxTables, {
       soleWriter: !deps.upkeep.othersWrite,
       budget: deps.freshBudget,
+      scoredTokens: deps.scoredTokens,
       follow: deps.freshFollow,
       matrices: (dim, kind, lost) => node.vectorScans.matrix(dim, kind, lost),
     });
