@@ -131,6 +131,22 @@ const hooked: MatrixMaker = (dim, kind, lost) => {
   };
 };
 
+/** Matrices on this thread that tell `scanning` how many slots each scan goes over. */
+function watchedScans(scanning: (slots: number) => void): MatrixMaker {
+  return (dim, kind) => {
+    const matrix = new VectorMatrix(dim, kind);
+    return {
+      write: (slot, rows) => matrix.write(slot, rows),
+      pack: (keep) => matrix.pack(keep),
+      scan: (slots, query, count) => {
+        scanning(slots);
+        return matrix.scan(slots, query, count);
+      },
+      close: () => matrix.close(),
+    };
+  };
+}
+
 /** Fresh rows of one 2-d vector column (l2sq) whose matrices `matrices` makes, usable from version 0. */
 function freshRows(matrices: MatrixMaker): FreshRows {
   const fresh = new FreshRows(
@@ -165,19 +181,11 @@ describe('a search where few held rows are eligible', () => {
   // the held rows, the first scan found too few eligible ones and the scan went round again, six times.
   test('sizes its first scan by the rows eligible, and answers as a scan of every slot does', async () => {
     let scans = 0;
-    const counting: MatrixMaker = (dim, kind) => {
-      const matrix = new VectorMatrix(dim, kind);
-      return {
-        write: (slot, vectors) => matrix.write(slot, vectors),
-        pack: (keep) => matrix.pack(keep),
-        scan: (slots, query, count) => {
-          scans++;
-          return matrix.scan(slots, query, count);
-        },
-        close: () => matrix.close(),
-      };
-    };
-    const vectors = new FreshVectors(8, 'l2sq', counting);
+    const vectors = new FreshVectors(
+      8,
+      'l2sq',
+      watchedScans(() => scans++),
+    );
     for (let key = 1; key <= 5000; key++) {
       vectors.add(
         BigInt(key),
@@ -198,5 +206,41 @@ describe('a search where few held rows are eligible', () => {
     scans = 0;
     expect(await vectors.search(query, 10, () => false, 0)).toEqual({ keys: [], values: [] });
     expect(scans).toBe(0);
+  });
+});
+
+describe('rows the vector index covers', () => {
+  // Held on for key lookups until the row key's index covers them too, their vectors were scanned by every search.
+  test('leave the matrix once no search reads them, though the rows stay held for the other kinds', async () => {
+    const scanned: number[] = [];
+    const counting = watchedScans((slots) => scanned.push(slots));
+    const fresh = new FreshRows(
+      { fts: [], vector: [{ column: 'emb', metric: 'l2sq', dim: 2 }], keyed: true },
+      true,
+      async (texts) => texts.map(() => []),
+      undefined,
+      counting,
+    );
+    fresh.folded(0);
+    const keys = (from: number, n: number) => Array.from({ length: n }, (_, i) => BigInt(from + i));
+    const rows = (from: number, n: number) => vectors(...Array.from({ length: n }, (_, i) => [from + i, 0]));
+    fresh.committed(1, [], keys(1, 3000), rows(1, 3000));
+    fresh.committed(2, [], keys(5001, 100), rows(5001, 100));
+    expect((await nearest(fresh, [0, 0], 3))?.keys).toEqual([1n, 2n, 3n]);
+    // A search begun before the vector index's fold still reads every row.
+    const before = fresh.begin('vector');
+    if (before === undefined) throw new Error('not usable');
+    fresh.folded(1, ['vector']);
+    expect((await fresh.searchVector(before, 'emb', Float32Array.from([0, 0]), 2)).keys).toEqual([1n, 2n]);
+    fresh.end(before);
+    scanned.length = 0;
+    expect((await nearest(fresh, [0, 0], 3))?.keys).toEqual([5001n, 5002n, 5003n]);
+    // Their slots are packed away but for fewer empty ones than the matrix keeps before packing (1,024).
+    expect(scanned.length).toBeGreaterThan(0);
+    expect(Math.max(...scanned)).toBeLessThanOrEqual(100 + 1024);
+    // The rows themselves are still held: the row key's index covers none of them yet.
+    expect(fresh.size).toBe(3100);
+    fresh.folded(2);
+    expect(fresh.size).toBe(0);
   });
 });

@@ -158,6 +158,8 @@ export class FreshRows implements BudgetedTier {
   private floor: number | undefined;
   /** The bound the rows were last swept below: rows added since are all past it, so only a higher one sweeps. */
   private sweptBelow = Number.NEGATIVE_INFINITY;
+  /** The bound the held rows' vectors were last let go of below (`sweepVectors`). */
+  private vectorsBelow = Number.NEGATIVE_INFINITY;
   /** Where the rows are followed: the version they were brought up to, and the folds last read (`follow`). */
   private followedAt: number | undefined;
   private followed: Promise<void> = Promise.resolve();
@@ -655,6 +657,7 @@ export class FreshRows implements BudgetedTier {
 
   private clear(): void {
     this.sweptBelow = Number.NEGATIVE_INFINITY;
+    this.vectorsBelow = Number.NEGATIVE_INFINITY;
     this.rows = new Map();
     this.byVersion = new Map();
     this.keyed = new Map();
@@ -718,6 +721,7 @@ export class FreshRows implements BudgetedTier {
    * queued commits that wrote only such rows (their removals still apply). Not while a drain runs (it sweeps last).
    */
   private sweep(): void {
+    this.sweepVectors();
     const below = this.sweepable;
     if (below === undefined) return;
     while (this.queue.length > 0 && (this.queue[0] as Commit).version <= below) {
@@ -728,6 +732,23 @@ export class FreshRows implements BudgetedTier {
     if (below <= this.sweptBelow) return;
     for (const [key, row] of this.rows) if (row.version <= below) this.remove(key);
     this.sweptBelow = below;
+  }
+
+  /**
+   * Lets go of the vectors of rows the vector index's last fold covered, once no search under way reads them: rows a
+   * fold covered stay held until every kind of index covers them (a key lookup reads them until the row key's does),
+   * and every vector scan went over them too. Under 2,000 rows/s of appends at 1M rows, a scan went over ~70k rows
+   * for ~3k it could answer.
+   */
+  private sweepVectors(): void {
+    const fold = this.foldedAt.get('vector');
+    if (fold === undefined || this.vectors.size === 0) return;
+    const below = Math.min(fold, ...this.readers.values());
+    if (below <= this.vectorsBelow) return;
+    for (const [key, row] of this.rows) {
+      if (row.version <= below) for (const vectors of this.vectors.values()) vectors.remove(key);
+    }
+    this.vectorsBelow = below;
   }
 
   /** A commit's rows' tokens by column, tokenized before anything here changes. */
@@ -770,7 +791,9 @@ export class FreshRows implements BudgetedTier {
       });
       if (primaryKey !== undefined) this.keyed.set(primaryKey, key);
       for (const [column, doc] of docs[i] ?? []) this.texts.get(column)?.add(key, doc, commit.version);
-      for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
+      if (commit.version > this.vectorsBelow) {
+        for (const [column, vectors] of commit.write.vectors) this.vectors.get(column)?.add(key, vectors[i] ?? null);
+      }
     });
   }
 
