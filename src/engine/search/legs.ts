@@ -139,29 +139,38 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
       fresh === undefined || outside === undefined
         ? undefined
         : await table.fresh.statisticsOutside(fresh, field, scoring.query, outside).catch(() => undefined);
+    const indexedOnly = fresh !== undefined;
+    // When both legs run, hits are read by row id and score alone and then scored, from the tokens held of them
+    // (`scoredByIds`) and the texts of the rest. Many such texts are read with the leg's hits, down to the deepest
+    // of them: Lance reads texts that way at about half the cost a row of a take by id.
+    const texts = (depth: number) => async (missing: readonly RowId[]) => {
+      if (missing.length <= TAKEN_BY_ID) return textsByIds(missing, scoring);
+      const hits = await read(indexedOnly, depth, [field]);
+      const column = textColumn(hits.rows, field);
+      const out = new Map<RowId, string | null>();
+      hits.ids.forEach((id, i) => {
+        out.set(id, column[i] ?? null);
+      });
+      const wanted = missing.filter((id) => !out.has(id));
+      for (const [id, text] of await textsByIds(wanted, scoring)) out.set(id, text);
+      return out;
+    };
+    const idsRead = (limit: number) => read(indexedOnly, limit, []);
+    const scored = (ids: readonly RowId[], depth: number) => scoredByIds(ids, scoring, texts(depth));
     const bounds = beside === undefined ? undefined : gainOverIndex(scoring, beside);
     if (bounds === undefined || !Number.isFinite(bounds.gain) || !(bounds.shrink > 0)) {
-      return readLeg(indexRead(fresh !== undefined), 'higher', ranked, RESCORED_DEPTH * first);
-    }
-    if (both) {
-      const idsRead = (limit: number) => read(true, limit, []);
-      // Many texts to read are read with the leg's hits, down to the deepest of them: Lance reads texts that way
-      // at about half the cost a row of a take by id.
-      const texts = (depth: number) => async (missing: readonly RowId[]) => {
-        if (missing.length <= TAKEN_BY_ID) return textsByIds(missing, scoring);
-        const hits = await read(true, depth, [field]);
-        const column = textColumn(hits.rows, field);
-        const out = new Map<RowId, string | null>();
-        hits.ids.forEach((id, i) => {
-          out.set(id, column[i] ?? null);
-        });
-        const wanted = missing.filter((id) => !out.has(id));
-        for (const [id, text] of await textsByIds(wanted, scoring)) out.set(id, text);
-        return out;
+      // Phrases score positions, which are not held: their texts are read with the hits, in one read.
+      if (!both || scoring.clauses !== undefined) {
+        return readLeg(indexRead(indexedOnly), 'higher', ranked, RESCORED_DEPTH * first);
+      }
+      const scoredRead = async (limit: number) => {
+        const hits = await idsRead(limit);
+        const found = await scored(hits.ids, limit);
+        return { ...hits, ids: found.ids, values: found.values };
       };
-      const scored = (ids: readonly RowId[], depth: number) => scoredByIds(ids, scoring, texts(depth));
-      return readBestScored(idsRead, scored, bounds, ranked, firstTextRead(ranked, true), deepest);
+      return readLeg(scoredRead, 'higher', ranked, RESCORED_DEPTH * first);
     }
+    if (both) return readBestScored(idsRead, scored, bounds, ranked, firstTextRead(ranked, true), deepest);
     // An unread hit scores at most `gain` times its index score: one scoring less cannot reach the edge.
     const reaches = (edge: number, indexScore: number) => !(bounds.gain * indexScore * (1 + INDEX_SCORE_SLACK) < edge);
     return readLeg(
