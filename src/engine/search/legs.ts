@@ -22,9 +22,9 @@ const RESCORED_DEPTH = 2;
 const TAKEN_BY_ID = 32;
 
 /**
- * How deep a text leg that can bound unread hits reads at most: `BOUNDED_DEPTH` times its first read, and at least
- * `BOUNDED_READ` hits, so that one query cannot read the text of every row it matches; a row its index ranks
- * deeper than that is missed (docs/api.md, Freshness).
+ * How deep a text leg that can bound unread hits reads at most: `BOUNDED_DEPTH` times the first read of a leg that
+ * reads columns, and at least `BOUNDED_READ` hits, so that one query cannot read the text of every row it matches;
+ * a row its index ranks deeper than that is missed (docs/api.md, Freshness).
  */
 const BOUNDED_DEPTH = 8;
 const BOUNDED_READ = 1024;
@@ -143,16 +143,16 @@ export function readTextLeg(legs: LegReads, ask: TextAsk): Promise<LegHits> {
     // When both legs run, hits are read by row id and score alone and then scored, from the tokens held of them
     // (`scoredByIds`) and the texts of the rest. Many such texts are read with the leg's hits, down to the deepest
     // of them: Lance reads texts that way at about half the cost a row of a take by id.
-    const texts = (depth: number) => async (missing: readonly RowId[]) => {
-      if (missing.length <= TAKEN_BY_ID) return textsByIds(missing, scoring);
+    const texts = (depth: number) => async (missing: ReadonlyMap<RowId, bigint>) => {
+      if (missing.size <= TAKEN_BY_ID) return textsByIds(missing, scoring);
       const hits = await read(indexedOnly, depth, [field]);
       const column = textColumn(hits.rows, field);
       const out = new Map<RowId, string | null>();
       hits.ids.forEach((id, i) => {
-        out.set(id, column[i] ?? null);
+        if (missing.has(id)) out.set(id, column[i] ?? null);
       });
-      const wanted = missing.filter((id) => !out.has(id));
-      for (const [id, text] of await textsByIds(wanted, scoring)) out.set(id, text);
+      const wanted = new Map([...missing].filter(([id]) => !out.has(id)));
+      if (wanted.size > 0) for (const [id, text] of await textsByIds(wanted, scoring)) out.set(id, text);
       return out;
     };
     const idsRead = (limit: number) => read(indexedOnly, limit, []);

@@ -51,8 +51,8 @@ export async function rescored(hits: Hits, scoring: TextScoring): Promise<Hits> 
   return { ...hits, values: await liveScores(textColumn(hits.rows, scoring.field), scoring) };
 }
 
-/** Texts of a full-text column by row id: of the rows asked for that are still there. */
-export type TextsById = (ids: readonly RowId[]) => Promise<Map<RowId, string | null>>;
+/** Texts of a full-text column by row id, given each row's key: of the rows asked for that are still there. */
+export type TextsById = (keys: ReadonlyMap<RowId, bigint>) => Promise<Map<RowId, string | null>>;
 
 /**
  * The BM25 scores over the live rows of the rows of `ids` (those not deleted since): from the tokens the node holds
@@ -67,16 +67,18 @@ export async function scoredByIds(
   const { table, field } = scoring;
   const tableId = table.record.tableId;
   const keys = await table.rows.keysOf(ids);
-  const live = ids.filter((_, i) => keys[i] !== undefined);
   // Phrases score positions, which are not held.
   const held = scoring.clauses === undefined;
   const tokens = new Map<RowId, readonly string[]>();
-  const missing = live.filter((id) => {
+  const missing = new Map<RowId, bigint>();
+  ids.forEach((id, i) => {
+    const key = keys[i];
+    if (key === undefined) return;
     const known = held ? table.scoredTokens.get(tableId, field, id) : undefined;
-    if (known !== undefined) tokens.set(id, known);
-    return known === undefined;
+    if (known === undefined) missing.set(id, key);
+    else tokens.set(id, known);
   });
-  const read = missing.length === 0 ? new Map<RowId, string | null>() : await texts(missing);
+  const read = missing.size === 0 ? new Map<RowId, string | null>() : await texts(missing);
   const readIds = [...read.keys()];
   if (!held) return { ids: readIds, values: await liveScores([...read.values()], scoring) };
   const analyzed = await table.text.tokensOf([...read.values()], field);
@@ -85,18 +87,18 @@ export async function scoredByIds(
     tokens.set(id, row);
     table.scoredTokens.set(tableId, field, id, row);
   });
-  const found = live.filter((id) => tokens.has(id));
+  const found = ids.filter((id) => tokens.has(id));
   const score = bm25Scorer(scoring.query, scoring.stats, (term) => term);
   return { ids: found, values: found.map((id) => score(tokens.get(id) as readonly string[])) };
 }
 
-/** The texts of the rows of `ids` still there, taken by id. */
-export async function textsByIds(ids: readonly RowId[], scoring: TextScoring): Promise<Map<RowId, string | null>> {
-  const keys = await scoring.table.rows.keysOf(ids);
+/** The texts of the rows of `keys` (by row id, with each one's key) still there, taken by id. */
+export async function textsByIds(
+  keys: ReadonlyMap<RowId, bigint>,
+  scoring: TextScoring,
+): Promise<Map<RowId, string | null>> {
   const idOf = new Map<bigint, RowId>();
-  keys.forEach((key, i) => {
-    if (key !== undefined) idOf.set(key, ids[i] as RowId);
-  });
+  for (const [id, key] of keys) idOf.set(key, id);
   const out = new Map<RowId, string | null>();
   for (const rows of await scoring.table.rows.rowsByKey([...idOf.keys()], [ROW_KEY, scoring.field], idOf)) {
     const texts = textColumn(rows, scoring.field);
