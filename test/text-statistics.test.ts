@@ -3,6 +3,7 @@ import { arrow } from '../src/arrow/arrow.js';
 import type { PositionedToken, Snapshot, TextChanges } from '../src/engine/rows/source.js';
 import type { Difference } from '../src/engine/tables/changes.js';
 import { type ChangedTexts, TextStatistics } from '../src/engine/text/statistics.js';
+import { TimeSlice } from '../src/engine/time-slice.js';
 
 /**
  * BM25's statistics of the live rows (engine/text/statistics.ts) against a table held here (texts per version), with
@@ -90,5 +91,40 @@ describe('statistics following a commit they did not see, when a read fails', ()
       tokens: 4,
       pot: 0,
     });
+  });
+});
+
+describe('a build from every row shares the event loop', () => {
+  test('other work runs while 60k rows are tokenized and counted, and the counts are those of every row', async () => {
+    const texts = Array.from({ length: 60_000 }, (_, i) => `red kettle number ${i % 997} ${i % 2 === 0 ? 'blue' : ''}`);
+    const stats = statistics(new Map([[1, texts]]), async () => undefined);
+    let building = true;
+    let turns = 0;
+    const spin = (): void => {
+      if (!building) return;
+      turns++;
+      setImmediate(spin);
+    };
+    setImmediate(spin);
+    const built = await stats.at(1, 's');
+    building = false;
+    expect(built?.docs).toBe(60_000);
+    expect(built?.docsWith('blue')).toBe(30_000);
+    expect(built?.docsWith('kettle')).toBe(60_000);
+    // One task for the whole build would leave a single turn (the one before it began).
+    expect(turns).toBeGreaterThan(5);
+  });
+});
+
+describe('TimeSlice', () => {
+  test('hands the event loop back once its slice is spent, and not before', async () => {
+    let ran = false;
+    setImmediate(() => {
+      ran = true;
+    });
+    await new TimeSlice(60_000).pause();
+    expect(ran).toBe(false);
+    await new TimeSlice(0).pause();
+    expect(ran).toBe(true);
   });
 });

@@ -2,6 +2,7 @@ import type { RecordBatch } from 'apache-arrow';
 import type { Analyzer, FtsIndex } from '../indexes/registry.js';
 import type { PositionedToken, Snapshot, TextChanges } from '../rows/source.js';
 import type { Difference } from '../tables/changes.js';
+import { TimeSlice } from '../time-slice.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
 import { tokenizeMany } from './tokenize-many.js';
@@ -84,6 +85,9 @@ export type ChangedTexts = (from: number, to: number, maxRows: number) => Promis
  * row's texts.
  */
 const BRIDGE_MIN_ROWS = 10_000;
+
+/** Rows tokenized or counted between looks at the clock (`TimeSlice`): ~1–2 ms of work at a time. */
+const SLICE_ROWS = 128;
 
 /** The tokens of a null text. */
 const NO_TOKENS: PositionedTokens = { tokens: [], positions: [] };
@@ -284,6 +288,8 @@ export class TextStatistics {
     this.builds++;
     const columns = new Map(this.fts.map((f) => [f.column, new ColumnStatistics()] as const));
     const view = await this.snapshot(version);
+    // A build holds nothing a reader sees until it ends: it may hand the event loop back between any two rows.
+    const slice = new TimeSlice();
     try {
       for await (const batch of view.scan(
         this.fts.map((f) => f.column),
@@ -291,7 +297,11 @@ export class TextStatistics {
       )) {
         for (const fts of this.fts) {
           const stats = columns.get(fts.column) as ColumnStatistics;
-          for (const tokens of await this.tokens(textsOf(batch, fts.column), fts)) stats.count(tokens, 1);
+          const rows = await this.plainTokens(textsOf(batch, fts.column), fts, slice);
+          for (let i = 0; i < rows.length; i++) {
+            if (i % SLICE_ROWS === 0) await slice.pause();
+            stats.count(rows[i] as string[], 1);
+          }
         }
       }
     } finally {
@@ -350,15 +360,18 @@ export class TextStatistics {
     fts: { column: string; analyzer: Analyzer },
     here: (text: string) => T | undefined,
     fromLance: (tokens: PositionedTokens) => T,
+    slice = new TimeSlice(),
   ): Promise<T[]> {
     const out: T[] = new Array(texts.length);
     const left: number[] = [];
-    texts.forEach((text, i) => {
+    for (let i = 0; i < texts.length; i++) {
+      if (i % SLICE_ROWS === 0) await slice.pause();
+      const text = texts[i] as string | null;
       // A null text has no tokens (under a stemming analyzer `here` leaves even '' to Lance).
       const made = text === null ? fromLance(NO_TOKENS) : here(text);
       if (made === undefined) left.push(i);
       else out[i] = made;
-    });
+    }
     if (left.length > 0) {
       const lance = await tokenizeMany(
         left.map((i) => texts[i] as string),
@@ -369,6 +382,21 @@ export class TextStatistics {
       });
     }
     return out;
+  }
+
+  /** Each text's tokens without their positions. */
+  private plainTokens(
+    texts: readonly (string | null)[],
+    fts: { column: string; analyzer: Analyzer },
+    slice?: TimeSlice,
+  ): Promise<string[][]> {
+    return this.analyzed(
+      texts,
+      fts,
+      (text) => analyze(text, fts.analyzer),
+      (lance) => lance.tokens,
+      slice,
+    );
   }
 
   /**
@@ -384,12 +412,7 @@ export class TextStatistics {
     }
     let tokens = byColumn.get(fts.column);
     if (tokens === undefined) {
-      tokens = this.analyzed(
-        texts,
-        fts,
-        (text) => analyze(text, fts.analyzer),
-        (lance) => lance.tokens,
-      );
+      tokens = this.plainTokens(texts, fts);
       byColumn.set(fts.column, tokens);
       // A failure is not remembered: the next reader tokenizes again.
       const cached = byColumn;
