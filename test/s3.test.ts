@@ -56,6 +56,18 @@ afterAll(async () => {
   await s3?.close();
 });
 
+/** A binding of the test bucket under `prefix` that uses the server's own identity (no role). */
+const serverIdentityBinding = (prefix: string): Binding => ({
+  provider: 's3',
+  bucket: 'strata-test',
+  region: 'us-east-1',
+  endpoint: s3.endpoint,
+  prefix,
+  roleArn: null,
+  externalId: '',
+  requesterPays: false,
+});
+
 const s3Database = (name: string, storage: Record<string, unknown> = {}) =>
   api.post('/v1/databases', {
     name,
@@ -297,6 +309,23 @@ describe('tables and rows on the s3 provider', () => {
     ]);
     await lake.append('docs', [{ id: 4, body: 'delta', emb: [2, 0] }]);
     expect(await sql('SELECT count(*) AS n, max(id) AS top FROM docs')).toEqual([{ n: 3, top: 4 }]);
+    // A text search over rows no index covers scores them with BM25's statistics, which are kept beside the table.
+    const searched = await api.post('/v1/hybrid_search/lake', {
+      table_name: 'docs',
+      text_field: 'body',
+      text_query: 'delta',
+      k: 5,
+    });
+    expect(searched.status).toBe(200);
+    const kept = () =>
+      admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/_strata/tables/' }));
+    const keys = await eventually(
+      async () => ((await kept()).Contents ?? []).map((o) => o.Key),
+      (found) => found.length > 0,
+    );
+    expect(keys).toEqual([
+      expect.stringMatching(/^tenants\/lake\/_strata\/tables\/t_[0-9a-f]{32}\/bm25-statistics\.ndjson$/),
+    ]);
 
     const listed = await admin.send(
       new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/tables/' }),
@@ -306,6 +335,17 @@ describe('tables and rows on the s3 provider', () => {
     expect(dropped.json.location).toMatch(/^s3:\/\/strata-test\/tenants\/lake\/tables\/t_[0-9a-f]{32}\.lance$/);
     const left = await admin.send(new ListObjectsV2Command({ Bucket: 'strata-test', Prefix: 'tenants/lake/tables/' }));
     expect(left.Contents ?? []).toEqual([]);
+    expect((await kept()).Contents ?? []).toEqual([]);
+  });
+
+  test('an object read with a bound is refused past it before more of it is read', async () => {
+    const config = loadConfig({ ...S3RVER_KEY, STRATA_ALLOW_INSECURE_ENDPOINTS: '1' });
+    const binding = serverIdentityBinding('tenants/bounded');
+    const policy = { localStorage: true, allowInsecureEndpoints: true, allowServerIdentity: true };
+    const objects = await openObjects(binding, { dataDir: strata.dataDir, aws: config.aws, policy }, 'strata-bounded');
+    await objects.put('some/object', new Uint8Array(100).fill(7));
+    expect(await objects.get('some/object', 100)).toEqual(new Uint8Array(100).fill(7));
+    await expect(objects.get('some/object', 99)).rejects.toMatchObject({ code: 'TooLarge' });
   });
 });
 
@@ -413,16 +453,7 @@ describe('the server identity is not lent to accounts (confused deputy)', () => 
 
   test('a binding stored while the server allowed its identity is refused once it no longer does', async () => {
     const config = loadConfig({ ...S3RVER_KEY, STRATA_ALLOW_INSECURE_ENDPOINTS: '1' });
-    const binding: Binding = {
-      provider: 's3',
-      bucket: 'strata-test',
-      region: 'us-east-1',
-      endpoint: s3.endpoint,
-      prefix: 'tenants/old',
-      roleArn: null,
-      externalId: '',
-      requesterPays: false,
-    };
+    const binding = serverIdentityBinding('tenants/old');
     const env = (allowServerIdentity: boolean) => ({
       dataDir: strata.dataDir,
       aws: config.aws,

@@ -1,6 +1,6 @@
 import { describe, expect, test } from 'vitest';
 import { arrow } from '../src/arrow/arrow.js';
-import type { PositionedToken, Snapshot, TextChanges } from '../src/engine/rows/source.js';
+import type { AsideObject, PositionedToken, Snapshot, TextChanges } from '../src/engine/rows/source.js';
 import type { Difference } from '../src/engine/tables/changes.js';
 import { type ChangedTexts, TextStatistics } from '../src/engine/text/statistics.js';
 import { TimeSlice } from '../src/engine/time-slice.js';
@@ -33,6 +33,7 @@ function statistics(
       .split(/\s+/)
       .filter(Boolean)
       .map((t, position) => ({ text: t, position })),
+  place?: AsideObject,
 ) {
   const snapshot = async (version: number): Promise<Snapshot> => ({
     checkout: async () => undefined,
@@ -43,7 +44,14 @@ function statistics(
     close: () => undefined,
   });
   const difference = async (from: number, to: number): Promise<Difference> => (from === to ? 'none' : 'rewrite');
-  return new TextStatistics([{ column: 's', analyzer }], difference, changed, snapshot, (text) => lanceTokens(text));
+  return new TextStatistics(
+    [{ column: 's', analyzer }],
+    difference,
+    changed,
+    snapshot,
+    (text) => lanceTokens(text),
+    place,
+  );
 }
 
 describe('statistics following a commit they did not see, when a read fails', () => {
@@ -126,5 +134,85 @@ describe('TimeSlice', () => {
     expect(ran).toBe(false);
     await new TimeSlice(0).pause();
     expect(ran).toBe(true);
+  });
+});
+
+describe('statistics kept beside the table', () => {
+  /** An object kept in memory, as the bucket would keep it. */
+  function keptPlace() {
+    const place = {
+      bytes: undefined as Uint8Array | undefined,
+      writes: 0,
+      read: async () => place.bytes,
+      write: async (bytes: Uint8Array) => {
+        place.writes++;
+        place.bytes = bytes;
+      },
+    };
+    return place;
+  }
+  const diff =
+    (versions: Versions): ChangedTexts =>
+    async (from, to) =>
+      multisetDiff(versions.get(from) ?? [], versions.get(to) ?? []);
+  const until = async (done: () => boolean) => {
+    for (let i = 0; i < 100 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  const counts = async (stats: TextStatistics, version: number) => {
+    const at = await stats.at(version, 's');
+    return { docs: at?.docs, tokens: at?.tokens, red: at?.docsWith('red'), tea: at?.docsWith('tea') };
+  };
+
+  test('a node that did not build them starts from them and follows the table from their version', async () => {
+    const versions: Versions = new Map([
+      [1, ['red kettle', 'blue pot', null, 'red red tea']],
+      [2, ['red kettle', 'green tea', null, 'red red tea', 'tea tea']],
+    ]);
+    const place = keptPlace();
+    const first = statistics(versions, diff(versions), 'standard', undefined, place);
+    await counts(first, 1);
+    await until(() => place.writes > 0);
+    expect(first.builds).toBe(1);
+    expect(place.writes).toBe(1);
+
+    const second = statistics(versions, diff(versions), 'standard', undefined, place);
+    const built = statistics(versions, diff(versions));
+    expect(await counts(second, 2)).toEqual(await counts(built, 2));
+    expect(second.builds).toBe(0);
+    expect(second.loads).toBe(1);
+  });
+
+  test('kept statistics it cannot follow, or of a later version, or of another analyzer, are built from every row', async () => {
+    const versions: Versions = new Map([
+      [1, ['red kettle', 'blue pot']],
+      [2, ['red kettle', 'blue pot', 'tea']],
+      [3, ['red tea']],
+    ]);
+    const place = keptPlace();
+    const writer = statistics(versions, diff(versions), 'standard', undefined, place);
+    await counts(writer, 2);
+    await until(() => place.writes > 0);
+    const built = (version: number) => counts(statistics(versions, diff(versions)), version);
+
+    // Of version 2, asked at version 1.
+    const earlier = statistics(versions, diff(versions), 'standard', undefined, place);
+    expect(await counts(earlier, 1)).toEqual(await built(1));
+    expect([earlier.loads, earlier.builds]).toEqual([0, 1]);
+    // Version 2 pruned since: the rows that differ cannot be read.
+    const pruned = statistics(
+      versions,
+      async () => {
+        throw new Error('version 2 not found');
+      },
+      'standard',
+      undefined,
+      place,
+    );
+    expect(await counts(pruned, 3)).toEqual(await built(3));
+    expect([pruned.loads, pruned.builds]).toEqual([0, 1]);
+    // The column's analyzer changed since they were kept.
+    const english = statistics(versions, diff(versions), 'english', undefined, place);
+    await english.at(2, 's');
+    expect([english.loads, english.builds]).toEqual([0, 1]);
   });
 });

@@ -3,7 +3,7 @@ import type { Static } from 'typebox';
 import type { DatabaseSummary as DatabaseSummaryBody, RegisterDatabaseBody } from '../contract/databases.js';
 import { Conflict, NotFound, Unavailable, Unprocessable } from '../errors.js';
 import { bindingFrom } from '../storage/binding.js';
-import { TABLES_PREFIX } from '../storage/lance.js';
+import { asidePrefix, TABLES_PREFIX } from '../storage/lance.js';
 import type { ObjectStore } from '../storage/objects.js';
 import { openObjects, type StorageEnv } from '../storage/open.js';
 import { type VerifyCheckResult, verifyObjects } from '../storage/verify.js';
@@ -197,6 +197,7 @@ export class Databases {
       for (let attempt = 1; ; attempt++) {
         try {
           await objects.deletePrefix(datasetPrefix(tableId));
+          await objects.deletePrefix(asidePrefix(tableId));
           break;
         } catch (err) {
           // A folder another process was still closing can refuse its removal once (ENOTEMPTY); what fails

@@ -22,6 +22,9 @@ export interface LanceLocation {
 
 export const TABLES_PREFIX = 'tables';
 
+/** Where the service keeps its own objects beside a table's dataset (never inside it, which is Lance's). */
+export const asidePrefix = (tableId: string): string => `_strata/tables/${tableId}/`;
+
 export async function lanceLocation(binding: Binding, env: StorageEnv, sessionName: string): Promise<LanceLocation> {
   const tail = [...prefixSegments(binding.prefix), TABLES_PREFIX];
   if (binding.provider === 'local') {

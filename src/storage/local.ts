@@ -1,8 +1,8 @@
-import { lstat, mkdir, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Binding } from './binding.js';
 import { prefixSegments } from './binding.js';
-import { asStorageError, type ObjectStore, StorageError } from './objects.js';
+import { asStorageError, type ObjectStore, StorageError, tooLarge } from './objects.js';
 
 type LocalBinding = Extract<Binding, { provider: 'local' }>;
 
@@ -70,9 +70,21 @@ export class LocalObjects implements ObjectStore {
     });
   }
 
-  async get(key: string): Promise<Uint8Array> {
+  async get(key: string, maxBytes?: number): Promise<Uint8Array> {
     const path = this.path(key);
-    return this.run(path, () => readFile(path));
+    if (maxBytes === undefined) return this.run(path, () => readFile(path));
+    return this.run(path, async () => {
+      const file = await open(path, 'r');
+      try {
+        const { size } = await file.stat();
+        if (size > maxBytes) throw tooLarge(key, maxBytes);
+        const bytes = new Uint8Array(size);
+        const { bytesRead } = await file.read(bytes, 0, size, 0);
+        return bytes.subarray(0, bytesRead);
+      } finally {
+        await file.close();
+      }
+    });
   }
 
   async list(prefix: string): Promise<string[]> {

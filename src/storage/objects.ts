@@ -14,7 +14,8 @@ export interface ObjectStore {
   /** Proves the identity the store will use: resolves credentials (assuming a role) or checks the folder. */
   checkCredentials(): Promise<void>;
   put(key: string, bytes: Uint8Array): Promise<void>;
-  get(key: string): Promise<Uint8Array>;
+  /** An object's bytes; past `maxBytes` (when given), a `StorageError` `TooLarge` before more is read. */
+  get(key: string, maxBytes?: number): Promise<Uint8Array>;
   /** Keys under a relative prefix, relative to the binding prefix. */
   list(prefix: string): Promise<string[]>;
   /** `refused` when the key already existed; `written` when the store wrote over it or created it. */
@@ -22,6 +23,11 @@ export interface ObjectStore {
   delete(key: string): Promise<void>;
   /** Deletes every object under a relative prefix; returns how many went. */
   deletePrefix(prefix: string): Promise<number>;
+}
+
+/** An object larger than its reader takes. */
+export function tooLarge(key: string, maxBytes: number): StorageError {
+  return new StorageError('TooLarge', `${key} is larger than ${maxBytes} bytes`);
 }
 
 /** Turns anything a provider throws into a `StorageError` with the provider's code. */

@@ -13,7 +13,7 @@ import type { AwsConfig } from '../config.js';
 import { type Binding, objectKey } from './binding.js';
 import { assumeRoleCredentials, type CredentialsProvider, serverCredentials } from './credentials.js';
 import { pinnedLookup, type Resolver, systemResolver } from './endpoint.js';
-import { asRemoteStorageError, type ObjectStore } from './objects.js';
+import { asRemoteStorageError, type ObjectStore, tooLarge } from './objects.js';
 
 type S3Binding = Extract<Binding, { provider: 's3' }>;
 
@@ -114,10 +114,14 @@ export class S3Objects implements ObjectStore {
     await this.run(() => this.client.send(new PutObjectCommand({ ...this.key(key), Body: bytes, ...this.payer })));
   }
 
-  async get(key: string): Promise<Uint8Array> {
+  async get(key: string, maxBytes?: number): Promise<Uint8Array> {
     return this.run(async () => {
-      const out = await this.client.send(new GetObjectCommand({ ...this.key(key), ...this.payer }));
-      return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+      // A range one byte past the bound: an object that fills it is too large, and no more of it is read.
+      const range = maxBytes === undefined ? {} : { Range: `bytes=0-${maxBytes}` };
+      const out = await this.client.send(new GetObjectCommand({ ...this.key(key), ...range, ...this.payer }));
+      const bytes = (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+      if (maxBytes !== undefined && bytes.byteLength > maxBytes) throw tooLarge(key, maxBytes);
+      return bytes;
     });
   }
 

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import type { Schema } from 'apache-arrow';
 import { DurableFolder } from '../../storage/durable.js';
 import { setAsideInterruptedCommits } from '../../storage/interrupted.js';
-import type { LanceLocation } from '../../storage/lance.js';
+import { asidePrefix, type LanceLocation } from '../../storage/lance.js';
 import type { IndexSpec, TableIndexes } from '../indexes/registry.js';
 import type { EngineLog } from '../log.js';
-import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import type { AsideObject, RowSource, RowStore, Snapshot } from '../rows/source.js';
 import { ROW_KEY } from '../tables/schema.js';
 import { annColumns, lanceIndex, warmIndexes } from './indexes.js';
 import { type Connection, connect, isMissingDataset } from './lance.js';
@@ -80,6 +80,16 @@ export class LanceStore implements RowStore {
     return new LanceSnapshot(lance);
   }
 
+  aside(tableId: string, name: string, maxBytes: number): AsideObject {
+    const { objects } = this.location;
+    const key = `${asidePrefix(tableId)}${name}`;
+    return {
+      // None, a torn one, one too large or a store error alike: the reader does without.
+      read: () => objects.get(key, maxBytes).catch(() => undefined),
+      write: (bytes) => objects.put(key, bytes),
+    };
+  }
+
   /**
    * Deletes a dropped table's dataset. A write that was under way when the deletion began (upkeep on another node)
    * can make a folder the deletion had emptied non-empty again: the deletion is tried again before it fails.
@@ -88,6 +98,7 @@ export class LanceStore implements RowStore {
     for (let attempt = 1; ; attempt++) {
       try {
         await this.connection.dropTable(tableId);
+        await this.location.objects.deletePrefix(asidePrefix(tableId));
         return;
       } catch (err) {
         if (isMissingDataset(err)) return;

@@ -248,6 +248,15 @@ export interface Snapshot {
 }
 
 /** The stored tables of one database. */
+/**
+ * An object the service keeps beside a table in its bucket (its BM25 statistics). The bucket is the customer's: what
+ * is read back is bounded and checked like any input. `read` answers undefined where there is none, or none whole.
+ */
+export interface AsideObject {
+  read(): Promise<Uint8Array | undefined>;
+  write(bytes: Uint8Array): Promise<void>;
+}
+
 export interface RowStore {
   /**
    * Creates a table's empty rows of `schema` (the stored one, row key included) with `indexes` (those its kinds
@@ -257,6 +266,8 @@ export interface RowStore {
   /** Opens a table's rows; `indexes` are those its catalog entry declares. */
   open(tableId: string, indexes: TableIndexes): Promise<RowSource>;
   snapshot(tableId: string, version: number): Promise<Snapshot>;
+  /** The object named `name` kept beside a table, read back up to `maxBytes`. */
+  aside(tableId: string, name: string, maxBytes: number): AsideObject;
   /** Deletes a table's rows for good; a table already gone is no error. */
   drop(tableId: string): Promise<void>;
   /** Where a table's rows live, as the API names it. */

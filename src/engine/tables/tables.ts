@@ -14,6 +14,7 @@ import {
   type TableIndexes,
 } from '../indexes/registry.js';
 import type { RowSource, RowStore, Snapshot } from '../rows/source.js';
+import { KEPT_STATISTICS, MAX_KEPT_BYTES } from '../text/kept-statistics.js';
 import { RowTokens, SCORED_TOKENS_BYTES } from '../text/row-tokens.js';
 import { TextStatistics } from '../text/statistics.js';
 import { TableUpkeep } from '../upkeep/table-upkeep.js';
@@ -109,7 +110,7 @@ export class TableHandle {
     readonly schema: Schema,
     readonly indexes: TableIndexes,
     readonly rows: RowSource,
-    private readonly store: Pick<RowStore, 'release' | 'snapshot'>,
+    private readonly store: Pick<RowStore, 'release' | 'snapshot' | 'aside'>,
     fresh: FreshTier = { soleWriter: false },
     /**
      * Where folds, deletes and full-text rebuilds are recorded for every node (`folded`, `UnindexedRows`), and read
@@ -149,6 +150,7 @@ export class TableHandle {
         ),
       (version) => store.snapshot(record.tableId, version),
       (text, column) => rows.tokenize(text, column),
+      store.aside(record.tableId, KEPT_STATISTICS, MAX_KEPT_BYTES),
     );
     // A following tier holds whole rows: a search's winners are read from them.
     const stored = schema.fields.map((f) => f.name);

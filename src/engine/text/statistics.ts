@@ -1,10 +1,11 @@
 import type { RecordBatch } from 'apache-arrow';
 import type { Analyzer, FtsIndex } from '../indexes/registry.js';
-import type { PositionedToken, Snapshot, TextChanges } from '../rows/source.js';
+import type { AsideObject, PositionedToken, Snapshot, TextChanges } from '../rows/source.js';
 import type { Difference } from '../tables/changes.js';
 import { TimeSlice } from '../time-slice.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
+import { type ColumnCounts, decodeKept, encodeKept } from './kept-statistics.js';
 import { tokenizeMany } from './tokenize-many.js';
 
 /** Lance's tokens of a text under a column's analyzer, with their positions, for the texts `analyze` leaves to it. */
@@ -21,9 +22,20 @@ export type ColumnTexts = ReadonlyMap<string, readonly (string | null)[]>;
 
 /** What BM25 needs of one column's live rows, kept up row by row. */
 class ColumnStatistics implements CollectionStatistics {
-  docs = 0;
-  tokens = 0;
-  private readonly rowsWith = new Map<string, number>();
+  docs: number;
+  tokens: number;
+  private readonly rowsWith: Map<string, number>;
+
+  constructor(from?: ColumnCounts) {
+    this.docs = from?.docs ?? 0;
+    this.tokens = from?.tokens ?? 0;
+    this.rowsWith = new Map(from?.rowsWith);
+  }
+
+  /** The counts as they are now, apart from the live ones. */
+  counts(): ColumnCounts {
+    return { docs: this.docs, tokens: this.tokens, rowsWith: new Map(this.rowsWith) };
+  }
 
   docsWith(term: string): number {
     return this.rowsWith.get(term) ?? 0;
@@ -89,6 +101,13 @@ const BRIDGE_MIN_ROWS = 10_000;
 /** Rows tokenized or counted between looks at the clock (`TimeSlice`): ~1–2 ms of work at a time. */
 const SLICE_ROWS = 128;
 
+/**
+ * How often a node writes the statistics it holds to where they are kept, at most, while they move on. Upkeep prunes
+ * versions older than `STRATA_VERSION_RETENTION_MS` (10 minutes by default), and kept statistics are followed from
+ * their version only while the table keeps it.
+ */
+const KEEP_EVERY_MS = 60_000;
+
 /** The tokens of a null text. */
 const NO_TOKENS: PositionedTokens = { tokens: [], positions: [] };
 
@@ -103,6 +122,10 @@ const NO_TOKENS: PositionedTokens = { tokens: [], positions: [] };
 export class TextStatistics {
   /** Builds from every row so far; the rest of the time the statistics follow the table. */
   builds = 0;
+  /** Starts from kept statistics so far, followed from their version. */
+  loads = 0;
+  /** The version last written to where statistics are kept, and when; a write under way. */
+  private written = { version: -1, atMs: 0, writing: false };
   private held: Held | undefined;
   private building: { version: number; done: Promise<Held> } | undefined;
   /** Commits seen while a build runs, applied once it is done. */
@@ -123,6 +146,7 @@ export class TextStatistics {
     private readonly changedTexts: ChangedTexts,
     private readonly snapshot: (version: number) => Promise<Snapshot>,
     private readonly lanceTokens: LanceTokens,
+    private readonly place?: AsideObject,
   ) {}
 
   /** The statistics of `column` at `version`, built if need be, with the terms of its live rows. */
@@ -136,7 +160,36 @@ export class TextStatistics {
       // Built of `version` itself: what its queue holds is this node's commits since.
       await this.catchUp(held, version);
     }
+    this.keep(held);
     return held.columns.get(column);
+  }
+
+  /**
+   * Writes the statistics held to where they are kept, in the background, when they moved on since the last write
+   * and that was long enough ago. A failed write leaves the next build to read every row, as before any was kept.
+   */
+  private keep(held: Held): void {
+    const { place, written } = this;
+    if (place === undefined || written.writing || held !== this.held || held.queued.length > 0) return;
+    if (held.version <= written.version || Date.now() - written.atMs < KEEP_EVERY_MS) return;
+    // Taken now, at one version: the counts held move on while the copy is encoded.
+    const version = held.version;
+    const columns = new Map([...held.columns].map(([column, stats]) => [column, stats.counts()] as const));
+    written.writing = true;
+    encodeKept({ version, columns }, this.analyzers())
+      .then((bytes) => place.write(bytes))
+      .then(
+        () => {
+          this.written = { version, atMs: Date.now(), writing: false };
+        },
+        () => {
+          written.writing = false;
+        },
+      );
+  }
+
+  private analyzers(): Map<string, Analyzer> {
+    return new Map(this.fts.map((f) => [f.column, f.analyzer] as const));
   }
 
   /**
@@ -255,7 +308,8 @@ export class TextStatistics {
 
   private build(version: number): Promise<Held> {
     if (this.building?.version === version) return this.building.done;
-    const done = this.scan(version).then(async (held) => {
+    const started = this.fromKept(version).then((held) => held ?? this.scan(version));
+    const done = started.then(async (held) => {
       const deltas = this.pending.filter((d) => d.version > held.version).sort((a, b) => a.version - b.version);
       // Those the build's version already holds are passed over.
       // A commit whose texts were not read, or one after a change between, ends it: the search's catching up reads
@@ -281,6 +335,26 @@ export class TextStatistics {
       },
     );
     return done;
+  }
+
+  /**
+   * The kept statistics followed to `version`, when some are kept of an earlier version the table still keeps and
+   * not too many rows changed since; undefined otherwise.
+   */
+  private async fromKept(version: number): Promise<Held | undefined> {
+    const bytes = await this.place?.read().catch(() => undefined);
+    if (bytes === undefined) return undefined;
+    const kept = await decodeKept(bytes, this.analyzers());
+    if (kept === undefined || kept.version > version) return undefined;
+    const columns = new Map(
+      [...kept.columns].map(([column, counts]) => [column, new ColumnStatistics(counts)] as const),
+    );
+    const held: Held = { version: kept.version, columns, queued: [] };
+    if (!(await this.bridge(held, version))) return undefined;
+    this.loads++;
+    // What is kept is as new as what was read, whatever this node writes next.
+    if (kept.version > this.written.version) this.written = { ...this.written, version: kept.version };
+    return held;
   }
 
   /** Every live row's texts at `version`, counted. */
