@@ -194,6 +194,7 @@ export class TableHandle {
     this.store.release(this.rows);
     this.upkeep.clear();
     this.fresh.dispose();
+    this.text.close().catch(() => undefined);
   }
 }
 
@@ -327,8 +328,10 @@ export class Tables {
     this.store.forget(record.tableId);
     open?.dispose();
     // A write that started before the table left the catalog writes into its folder until it ends; those queued
-    // behind it refuse now that the handle is closed. Deleting the files under it failed the drop with a 500.
+    // behind it refuse now that the handle is closed. Deleting the files under it failed the drop with a 500. So
+    // does a write of its statistics, which would be left behind.
     await open?.writes.run(async () => undefined);
+    await open?.text.close();
     if (purge && removed) await this.store.drop(record.tableId);
     return removed;
   }

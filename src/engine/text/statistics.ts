@@ -124,8 +124,12 @@ export class TextStatistics {
   builds = 0;
   /** Starts from kept statistics so far, followed from their version. */
   loads = 0;
-  /** The version last written to where statistics are kept, and when; a write under way. */
-  private written = { version: -1, atMs: 0, writing: false };
+  /** The version last written to where statistics are kept, and when. */
+  private written = { version: -1, atMs: 0 };
+  /** A write of them under way. */
+  private writing: Promise<void> | undefined;
+  /** The table closed (dropped, or let go of): nothing more is written. */
+  private closed = false;
   private held: Held | undefined;
   private building: { version: number; done: Promise<Held> } | undefined;
   /** Commits seen while a build runs, applied once it is done. */
@@ -170,22 +174,29 @@ export class TextStatistics {
    */
   private keep(held: Held): void {
     const { place, written } = this;
-    if (place === undefined || written.writing || held !== this.held || held.queued.length > 0) return;
+    if (place === undefined || this.closed || this.writing !== undefined) return;
+    if (held !== this.held || held.queued.length > 0) return;
     if (held.version <= written.version || Date.now() - written.atMs < KEEP_EVERY_MS) return;
     // Taken now, at one version: the counts held move on while the copy is encoded.
     const version = held.version;
     const columns = new Map([...held.columns].map(([column, stats]) => [column, stats.counts()] as const));
-    written.writing = true;
-    encodeKept({ version, columns }, this.analyzers())
-      .then((bytes) => place.write(bytes))
+    this.writing = encodeKept({ version, columns }, this.analyzers())
+      .then((bytes) => (this.closed ? undefined : place.write(bytes)))
       .then(
         () => {
-          this.written = { version, atMs: Date.now(), writing: false };
+          if (version > this.written.version) this.written = { version, atMs: Date.now() };
         },
-        () => {
-          written.writing = false;
-        },
-      );
+        () => undefined,
+      )
+      .finally(() => {
+        this.writing = undefined;
+      });
+  }
+
+  /** The table closed: nothing more is written once the write under way, if any, ends (awaited here). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.writing;
   }
 
   private analyzers(): Map<string, Analyzer> {
@@ -353,7 +364,7 @@ export class TextStatistics {
     if (!(await this.bridge(held, version))) return undefined;
     this.loads++;
     // What is kept is as new as what was read, whatever this node writes next.
-    if (kept.version > this.written.version) this.written = { ...this.written, version: kept.version };
+    if (kept.version > this.written.version) this.written = { version: kept.version, atMs: this.written.atMs };
     return held;
   }
 
