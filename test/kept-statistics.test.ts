@@ -122,6 +122,24 @@ describe('kept statistics as written and read back', () => {
   });
 });
 
+describe('kept statistics crafted to exhaust a node', () => {
+  test('a file of newlines, one endless line, or more terms than are kept, reads as none', async () => {
+    const analyzers = new Map<string, Analyzer>([['body', 'standard']]);
+    const header = (terms: number) =>
+      JSON.stringify({
+        strata_bm25_statistics: 1,
+        version: 1,
+        columns: [{ column: 'body', analyzer: 'standard', docs: 1, tokens: 1, terms }],
+      });
+    const encode = (text: string) => new TextEncoder().encode(text);
+    expect(await decodeKept(new Uint8Array(8 * 1024 * 1024).fill(10), analyzers)).toBeUndefined();
+    expect(
+      await decodeKept(encode(`${header(1)}\n[${'["a",1],'.repeat(600_000)}["b",1]]\n`), analyzers),
+    ).toBeUndefined();
+    expect(await decodeKept(encode(`${header(5_000_000)}\n[["a",1]]\n`), analyzers)).toBeUndefined();
+  });
+});
+
 describe('a bucket folder read with a bound', () => {
   test('refuses an object past it before reading it', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'kept-bound-'));
@@ -205,5 +223,45 @@ describe('a node that never built the statistics', () => {
     await model.append(3);
     await model.expectScores(await second.as('acme'), 'altered', 'red tea', false, 'second node');
     expect(await loadsAndBuilds('altered')).toEqual([0, 1]);
+  });
+});
+
+describe('a node restarted on its own data', () => {
+  test('follows what another process committed since the kept version by the rows, not by counts, and scores exactly', async () => {
+    const one = await startStrata(HAND_RUN);
+    let again: TestServer | undefined;
+    try {
+      const tables = await textTable(await one.as('acme'), 'restarted', 'docs');
+      const model = new LiveTexts(
+        tables,
+        'docs',
+        () => 'apple pie',
+        () => 0.05,
+      );
+      await model.append(5);
+      await model.expectScores(await one.as('acme'), 'restarted', 'apple', false, 'before the restart');
+      let tableId = '';
+      await onTableHandle(one, 'restarted', 'docs', async (handle) => {
+        tableId = handle.record.tableId;
+      });
+      const path = join(one.dataDir, 'buckets', 'restarted', ...asidePrefix(tableId).split('/'), KEPT_STATISTICS);
+      expect(
+        await eventually(
+          async () => existsSync(path),
+          (written) => written,
+        ),
+      ).toBe(true);
+      // Every row replaced (as many rows and fragments as before), then the process ends.
+      const rows = [0, 1, 2, 3, 4].map((id) => ({ id, body: 'banana split' }));
+      expect((await tables.update('docs', 'id >= 0', rows)).status).toBe(200);
+      for (const row of rows) model.live.set(row.id, row.body);
+      await one.app.close();
+      again = await startStrata({ ...HAND_RUN, STRATA_DATA_DIR: one.dataDir });
+      await model.expectScores(await again.as('acme'), 'restarted', 'banana', false, 'after the restart');
+      await model.expectScores(await again.as('acme'), 'restarted', 'apple', false, 'after the restart');
+    } finally {
+      await again?.close();
+      await one.close();
+    }
   });
 });

@@ -1,4 +1,5 @@
-import { lstat, mkdir, open, readdir, readFile, rm, unlink, writeFile } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { lstat, mkdir, open, readdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import type { Binding } from './binding.js';
 import { prefixSegments } from './binding.js';
@@ -66,7 +67,15 @@ export class LocalObjects implements ObjectStore {
     const path = this.path(key);
     await this.run(path, async () => {
       await mkdir(dirname(path), { recursive: true });
-      await writeFile(path, bytes);
+      // Written aside and renamed over: a reader finds the old object or the new one, never a part.
+      const aside = `${path}.${randomUUID()}.part`;
+      try {
+        await writeFile(aside, bytes);
+        await rename(aside, path);
+      } catch (err) {
+        await unlink(aside).catch(() => undefined);
+        throw err;
+      }
     });
   }
 

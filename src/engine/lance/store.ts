@@ -97,11 +97,13 @@ export class LanceStore implements RowStore {
   async drop(tableId: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.connection.dropTable(tableId);
+        await this.connection.dropTable(tableId).catch((err: unknown) => {
+          // Gone already (an earlier try dropped it): what is kept beside it still goes.
+          if (!isMissingDataset(err)) throw err;
+        });
         await this.location.objects.deletePrefix(asidePrefix(tableId));
         return;
       } catch (err) {
-        if (isMissingDataset(err)) return;
         if (attempt >= DELETE_TRIES) throw err;
         await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
       }

@@ -23,8 +23,15 @@ export interface KeptStatistics {
 /** The name they are kept under, beside the table (`RowStore.aside`). */
 export const KEPT_STATISTICS = 'bm25-statistics.ndjson';
 
-/** The largest kept statistics read back: 16M terms or so. */
-export const MAX_KEPT_BYTES = 256 * 1024 * 1024;
+/**
+ * The most terms kept, over all columns: copying the counts to write them holds the event loop (~1 s a million terms
+ * here), so a larger vocabulary is not kept and a node without statistics builds them from every row.
+ */
+export const MAX_KEPT_TERMS = 200_000;
+
+/** The largest kept statistics read back, and the longest line: a file past them is none. */
+export const MAX_KEPT_BYTES = 32 * 1024 * 1024;
+const MAX_LINE_CHARS = 4 * 1024 * 1024;
 
 /** Format of the header line, and terms per line after it. */
 const FORMAT = 1;
@@ -82,17 +89,25 @@ export async function decodeKept(
   slice = new TimeSlice(),
 ): Promise<KeptStatistics | undefined> {
   if (bytes.byteLength > MAX_KEPT_BYTES) return undefined;
-  let lines: string[];
+  let text: string;
   try {
-    lines = new TextDecoder('utf-8', { fatal: true }).decode(bytes).split('\n');
+    text = new TextDecoder('utf-8', { fatal: true }).decode(bytes);
   } catch {
     return undefined;
   }
-  if (lines.at(-1) !== '') return undefined;
-  const header = parsed(lines[0] ?? '');
+  // Lines are taken one at a time, each bounded: a file of nothing but newlines must not become an array of them.
+  let from = 0;
+  const nextLine = (): string | undefined => {
+    const end = text.indexOf('\n', from);
+    if (end < 0 || end - from > MAX_LINE_CHARS) return undefined;
+    const line = text.slice(from, end);
+    from = end + 1;
+    return line;
+  };
+  const header = parsed(nextLine() ?? '');
   if (!isHeader(header) || header.columns.length !== analyzers.size) return undefined;
+  if (header.columns.reduce((n, c) => n + c.terms, 0) > MAX_KEPT_TERMS) return undefined;
   const columns = new Map<string, ColumnCounts>();
-  let at = 1;
   for (const column of header.columns) {
     const analyzer = analyzers.get(column.column);
     if (analyzer === undefined || JSON.stringify(analyzer) !== JSON.stringify(column.analyzer)) return undefined;
@@ -100,8 +115,8 @@ export async function decodeKept(
     const rowsWith = new Map<string, number>();
     while (rowsWith.size < column.terms) {
       await slice.pause();
-      const line = parsed(lines[at++] ?? '');
-      if (!Array.isArray(line) || line.length === 0) return undefined;
+      const line = parsed(nextLine() ?? '');
+      if (!Array.isArray(line) || line.length === 0 || line.length > TERMS_PER_LINE) return undefined;
       for (const entry of line) {
         if (!Array.isArray(entry) || entry.length !== 2) return undefined;
         const [term, n] = entry as unknown[];
@@ -113,8 +128,8 @@ export async function decodeKept(
     if (rowsWith.size !== column.terms) return undefined;
     columns.set(column.column, { docs: column.docs, tokens: column.tokens, rowsWith });
   }
-  // Nothing may follow the last column's terms but the final newline.
-  if (at !== lines.length - 1) return undefined;
+  // Nothing may follow the last column's terms.
+  if (from !== text.length) return undefined;
   return { version: header.version, columns };
 }
 

@@ -5,7 +5,7 @@ import type { Difference } from '../tables/changes.js';
 import { TimeSlice } from '../time-slice.js';
 import { analyze } from './analyzer.js';
 import type { CollectionStatistics } from './bm25.js';
-import { type ColumnCounts, decodeKept, encodeKept } from './kept-statistics.js';
+import { type ColumnCounts, decodeKept, encodeKept, MAX_KEPT_TERMS } from './kept-statistics.js';
 import { tokenizeMany } from './tokenize-many.js';
 
 /** Lance's tokens of a text under a column's analyzer, with their positions, for the texts `analyze` leaves to it. */
@@ -39,6 +39,11 @@ class ColumnStatistics implements CollectionStatistics {
 
   docsWith(term: string): number {
     return this.rowsWith.get(term) ?? 0;
+  }
+
+  /** How many terms live rows hold. */
+  get termCount(): number {
+    return this.rowsWith.size;
   }
 
   /** Every term some live row holds. */
@@ -177,6 +182,9 @@ export class TextStatistics {
     if (place === undefined || this.closed || this.writing !== undefined) return;
     if (held !== this.held || held.queued.length > 0) return;
     if (held.version <= written.version || Date.now() - written.atMs < KEEP_EVERY_MS) return;
+    let terms = 0;
+    for (const stats of held.columns.values()) terms += stats.termCount;
+    if (terms > MAX_KEPT_TERMS) return;
     // Taken now, at one version: the counts held move on while the copy is encoded.
     const version = held.version;
     const columns = new Map([...held.columns].map(([column, stats]) => [column, stats.counts()] as const));
@@ -186,7 +194,10 @@ export class TextStatistics {
         () => {
           if (version > this.written.version) this.written = { version, atMs: Date.now() };
         },
-        () => undefined,
+        () => {
+          // Tried again a while later, not on the next search (a bucket that refuses these writes refuses them all).
+          this.written = { version: this.written.version, atMs: Date.now() };
+        },
       )
       .finally(() => {
         this.writing = undefined;
@@ -285,10 +296,10 @@ export class TextStatistics {
    * rows only its version holds and in those only `version` holds (another node's commits, or ones this node was
    * not told the texts of), when the table still keeps its version and not too many rows changed.
    */
-  private async bridge(held: Held, version: number): Promise<boolean> {
+  private async bridge(held: Held, version: number, explain = true): Promise<boolean> {
     if (version <= held.version) return true;
     try {
-      if (!(await this.unchanged(held.version, version))) {
+      if (!(await this.unchanged(held.version, version, explain))) {
         let docs = 0;
         for (const stats of held.columns.values()) docs = Math.max(docs, stats.docs);
         const changes = await this.changedTexts(held.version, version, Math.max(BRIDGE_MIN_ROWS, docs / 2));
@@ -312,8 +323,8 @@ export class TextStatistics {
   }
 
   /** Whether the rows at `to` are those at `from`; versions a lost write may have made are not explained. */
-  private async unchanged(from: number, to: number): Promise<boolean> {
-    const explain = this.distrustUpTo === undefined || from >= this.distrustUpTo;
+  private async unchanged(from: number, to: number, mayExplain = true): Promise<boolean> {
+    const explain = mayExplain && (this.distrustUpTo === undefined || from >= this.distrustUpTo);
     return (await this.difference(from, to, explain)) === 'none';
   }
 
@@ -355,13 +366,15 @@ export class TextStatistics {
   private async fromKept(version: number): Promise<Held | undefined> {
     const bytes = await this.place?.read().catch(() => undefined);
     if (bytes === undefined) return undefined;
-    const kept = await decodeKept(bytes, this.analyzers());
+    const kept = await decodeKept(bytes, this.analyzers()).catch(() => undefined);
     if (kept === undefined || kept.version > version) return undefined;
     const columns = new Map(
       [...kept.columns].map(([column, counts]) => [column, new ColumnStatistics(counts)] as const),
     );
     const held: Held = { version: kept.version, columns, queued: [] };
-    if (!(await this.bridge(held, version))) return undefined;
+    // Kept versions may be another process's (this one before a restart): only this process's own commits may be told
+    // from upkeep's by their row counts, so the rows that differ are read.
+    if (!(await this.bridge(held, version, false))) return undefined;
     this.loads++;
     // What is kept is as new as what was read, whatever this node writes next.
     if (kept.version > this.written.version) this.written = { version: kept.version, atMs: this.written.atMs };
