@@ -1,4 +1,5 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import fc from 'fast-check';
@@ -333,6 +334,69 @@ describe('an endpoint that accepts and never answers', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+});
+
+describe('an endpoint that ignores Range', () => {
+  /** Answers every GET with `size` bytes and status 200, whatever range was asked; counts the bytes it got out. */
+  async function wholeObjects(size: number, withLength: boolean) {
+    const sent = { bytes: 0, ranges: [] as string[] };
+    const chunk = Buffer.alloc(64 * 1024, 7);
+    const server: HttpServer = createHttpServer((req, res) => {
+      sent.ranges.push(req.headers.range ?? '');
+      res.writeHead(200, withLength ? { 'content-length': String(size) } : {});
+      const more = () => {
+        while (sent.bytes < size) {
+          sent.bytes += chunk.byteLength;
+          if (!res.write(chunk)) return void res.once('drain', more);
+        }
+        res.end();
+      };
+      res.on('close', () => res.removeAllListeners('drain'));
+      more();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const store = new S3Objects(
+      bindingAt(`http://whole.test:${port}`) as Extract<Binding, { provider: 's3' }>,
+      async () => ({ accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'not-a-secret' }),
+      { resolve: async () => ['127.0.0.1'], allowInsecureEndpoints: true },
+    );
+    const close = () => {
+      server.closeAllConnections();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    };
+    return { store, sent, close };
+  }
+
+  test.each([
+    ['with its length', true],
+    ['streamed without a length', false],
+  ])(
+    'a bounded read of a 256 MB object %s is refused as too large after little of it was read',
+    async (_, withLength) => {
+      const size = 256 * 1024 * 1024;
+      const { store, sent, close } = await wholeObjects(size, withLength);
+      try {
+        await expect(store.get('kept/statistics', 1_000_000)).rejects.toMatchObject({ code: 'TooLarge' });
+        expect(sent.ranges[0]).toBe('bytes=0-1000000');
+        // The reply was cut off: far less than the object left the endpoint (socket buffers hold a few MB at most).
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        expect(sent.bytes).toBeLessThan(size / 8);
+      } finally {
+        await close();
+      }
+    },
+  );
+
+  test('a bounded read of an object within the bound answers it whole', async () => {
+    const { store, close } = await wholeObjects(3 * 64 * 1024, false);
+    try {
+      const bytes = await store.get('kept/statistics', 1_000_000);
+      expect(bytes).toEqual(new Uint8Array(3 * 64 * 1024).fill(7));
+    } finally {
+      await close();
     }
   });
 });

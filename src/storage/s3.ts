@@ -119,9 +119,13 @@ export class S3Objects implements ObjectStore {
       // A range one byte past the bound: an object that fills it is too large, and no more of it is read.
       const range = maxBytes === undefined ? {} : { Range: `bytes=0-${maxBytes}` };
       const out = await this.client.send(new GetObjectCommand({ ...this.key(key), ...range, ...this.payer }));
-      const bytes = (await out.Body?.transformToByteArray()) ?? new Uint8Array();
-      if (maxBytes !== undefined && bytes.byteLength > maxBytes) throw tooLarge(key, maxBytes);
-      return bytes;
+      if (maxBytes === undefined) return (await out.Body?.transformToByteArray()) ?? new Uint8Array();
+      return boundedBody(
+        out.Body as (AsyncIterable<Uint8Array> & { destroy?(): void }) | undefined,
+        out.ContentLength,
+        key,
+        maxBytes,
+      );
     });
   }
 
@@ -178,4 +182,36 @@ export class S3Objects implements ObjectStore {
     }
     return keys.length;
   }
+}
+
+/**
+ * A reply's body of at most `maxBytes`, read a chunk at a time: an S3-compatible store that ignores `Range` answers
+ * the whole object, which is refused by its length or as soon as it runs past the bound, and the rest is not read
+ * (leaving the loop destroys the stream).
+ */
+async function boundedBody(
+  body: (AsyncIterable<Uint8Array> & { destroy?(): void }) | undefined,
+  length: number | undefined,
+  key: string,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  if (body === undefined) return new Uint8Array();
+  if (length !== undefined && length > maxBytes) {
+    body.destroy?.();
+    throw tooLarge(key, maxBytes);
+  }
+  const chunks: Uint8Array[] = [];
+  let read = 0;
+  for await (const chunk of body) {
+    read += chunk.byteLength;
+    if (read > maxBytes) throw tooLarge(key, maxBytes);
+    chunks.push(chunk);
+  }
+  const bytes = new Uint8Array(read);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.byteLength;
+  }
+  return bytes;
 }
